@@ -1,0 +1,44 @@
+//! Queen: a partitioned message broker whose only state is PostgreSQL.
+//!
+//! # Map
+//!
+//! - [`config`]: the typed settings tree, read once from the environment.
+//! - [`domain`]: validated names and options, no I/O.
+//! - [`segment`]: the stored-record format: frames, and zstd blobs built on push and
+//!   sliced on pop. PostgreSQL never looks inside a blob.
+//! - [`db`]: the only module that speaks SQL: pool, embedded PostgreSQL launcher, schema
+//!   installer, one Rust function per SQL function.
+//! - [`log`]: the partition log's operations as handlers use them: push, pop (with the
+//!   long-poll backoff), ack.
+//! - [`http`]: routes, bodies, and the one place that maps errors to answers.
+//! - [`app`]: wiring; [`telemetry`] and [`shutdown`]: one concern each.
+//!
+//! # How a message travels
+//!
+//! **Push.** `http::push` validates the items; `log::push` groups them by (queue,
+//! partition), dedups transaction ids within the request, frames and compresses one segment
+//! per group, and appends all groups in one transaction through `queen.log_push_v1`, which
+//! dedups against the partition and assigns dense offsets under the partition row lock.
+//!
+//! **Pop.** `http::pop` parses the query; `log::pop` runs one claim (the wildcard, specific
+//! or discover procedure, all funnelling into `queen.log_pop_v1`: gates, claim-first
+//! `FOR UPDATE SKIP LOCKED`, head probe and forward scan, then auto-ack or lease) and, with
+//! `wait=true`, repeats it on the seed's bounded backoff until the deadline. The handler
+//! decompresses the returned segments and slices their frames into the JSON answer.
+//!
+//! **Ack.** `log::ack` groups acknowledgements by (partition, lease) and calls
+//! `queen.log_ack_v1`, which finds offsets by transaction id (so any node can ack), moves
+//! the cursor by the longest acknowledged prefix, rewinds on a nack, charges retries and
+//! files dead letters, and releases the lease once everything delivered is done.
+
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod http;
+pub mod log;
+pub mod segment;
+pub mod shutdown;
+pub mod telemetry;

@@ -1,0 +1,89 @@
+-- 004_log_pop_specific: pop from one named partition.
+--
+-- queen.log_pop_specific_v1(p_tenant, p_queue, p_partition, p_group, p_worker, p_batch,
+--                           p_lease_seconds, p_auto_ack, p_sub_mode, p_sub_from)
+--   Resolves the queue and partition by name (unknown: no rows, never an error), claims
+--   through queen.log_pop_v1 and only then resolves the reported partition id and name, in
+--   a later command of this VOLATILE function: its snapshot is at least as new as anything
+--   the claim saw, so a pop racing the partition-creating push can never report an empty
+--   partitionId. Does not register a durable subscription: the pop-carried intent
+--   (p_sub_mode/p_sub_from) seeds a first-contact cursor. Rows: queue_name, partition_name
+--   and the columns of log_pop_v1. Locks: as log_pop_v1.
+
+CREATE OR REPLACE FUNCTION queen.log_pop_specific_v1(
+    p_tenant        text,
+    p_queue         text,
+    p_partition     text,
+    p_group         text,
+    p_worker        text,
+    p_batch         integer,
+    p_lease_seconds integer,
+    p_auto_ack      boolean,
+    p_sub_mode      text,
+    p_sub_from      timestamptz
+) RETURNS TABLE (
+    queue_name       text,
+    partition_name   text,
+    partition_id     bigint,
+    delivery_attempt integer,
+    claim_start      bigint,
+    claim_end        bigint,
+    base_offset      bigint,
+    start_idx        integer,
+    take             integer,
+    msg_count        integer,
+    created_at       timestamptz,
+    codec            smallint,
+    producer         text,
+    blob             bytea
+) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    v_qid    bigint;
+    v_lease  integer;
+    v_pid    bigint;
+    v_rows   queen.log_pop_row[];
+    v_name   text;
+    v_row    queen.log_pop_row;
+BEGIN
+    SELECT q.id, q.lease_time INTO v_qid, v_lease
+    FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+    IF v_qid IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT p.id INTO v_pid FROM queen.log_partitions p
+    WHERE p.queue_id = v_qid AND p.name = p_partition;
+    IF v_pid IS NULL THEN
+        RETURN;
+    END IF;
+
+    SELECT array_agg(r) INTO v_rows
+    FROM queen.log_pop_v1(v_qid, v_pid, p_group, p_worker, p_batch,
+                          coalesce(p_lease_seconds, v_lease, 60), p_auto_ack,
+                          p_sub_mode, p_sub_from, false) r;
+    IF v_rows IS NULL THEN
+        RETURN;
+    END IF;
+
+    -- Resolved after the claim, in a later command: see the header.
+    SELECT p.id, p.name INTO v_pid, v_name FROM queen.log_partitions p WHERE p.id = v_pid;
+
+    FOREACH v_row IN ARRAY v_rows LOOP
+        queue_name := p_queue;
+        partition_name := v_name;
+        partition_id := v_pid;
+        delivery_attempt := v_row.delivery_attempt;
+        claim_start := v_row.claim_start;
+        claim_end := v_row.claim_end;
+        base_offset := v_row.base_offset;
+        start_idx := v_row.start_idx;
+        take := v_row.take;
+        msg_count := v_row.msg_count;
+        created_at := v_row.created_at;
+        codec := v_row.codec;
+        producer := v_row.producer;
+        blob := v_row.blob;
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;

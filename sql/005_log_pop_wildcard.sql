@@ -1,0 +1,186 @@
+-- 005_log_pop_wildcard: pop across a queue's partitions (the SQL candidate scan).
+--
+-- queen.log_pop_wildcard_bin_v1(p_tenant, p_queue, p_group, p_worker, p_batch, p_partitions,
+--                               p_lease_seconds, p_auto_ack, p_sub_mode, p_sub_from)
+--   1. Provisions the queue row when missing (a group may subscribe before the first push).
+--   2. Group first contact: the insert into queen.consumer_groups_metadata that returns a
+--      row elects the single seeder, which seeds the cursor of every partition of the queue
+--      in one set-based statement (avoids the per-partition lazy-insert convoy).
+--   3. Candidate scan: partitions written since the group's watermark minus two minutes,
+--      not caught up, not under a live lease, in random order, capped (512 when
+--      p_partitions >= 128, else clamp(p_partitions * 4, 64, 512)).
+--   4. Claims through queen.log_pop_v1 with a global budget of p_batch messages over at
+--      most p_partitions partitions, all leased to p_worker.
+--   5. Empty scan: at most every 30 s, re-checks for pending data ignoring leases and
+--      advances the watermark only when the queue is genuinely empty.
+--   Rows: as queen.log_pop_specific_v1. Never waits on another pop's transaction except
+--   the first-contact insert of a concurrent seeder (one short wait, no chain).
+
+CREATE OR REPLACE FUNCTION queen.log_pop_wildcard_bin_v1(
+    p_tenant        text,
+    p_queue         text,
+    p_group         text,
+    p_worker        text,
+    p_batch         integer,
+    p_partitions    integer,
+    p_lease_seconds integer,
+    p_auto_ack      boolean,
+    p_sub_mode      text,
+    p_sub_from      timestamptz
+) RETURNS TABLE (
+    queue_name       text,
+    partition_name   text,
+    partition_id     bigint,
+    delivery_attempt integer,
+    claim_start      bigint,
+    claim_end        bigint,
+    base_offset      bigint,
+    start_idx        integer,
+    take             integer,
+    msg_count        integer,
+    created_at       timestamptz,
+    codec            smallint,
+    producer         text,
+    blob             bytea
+) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    v_now        timestamptz := now();
+    v_qid        bigint;
+    v_lease      integer;
+    v_watermark  timestamptz;
+    v_checked_at timestamptz;
+    v_mode       text;
+    v_ts         timestamptz;
+    v_inserted   integer;
+    v_cap        integer;
+    v_budget     integer := p_batch;
+    v_claimed    integer := 0;
+    v_got        integer;
+    v_cand       record;
+    v_row        record;
+BEGIN
+    IF p_batch IS NULL OR p_batch <= 0 OR p_partitions IS NULL OR p_partitions <= 0 THEN
+        RETURN;
+    END IF;
+
+    SELECT q.id, q.lease_time INTO v_qid, v_lease
+    FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+    IF v_qid IS NULL THEN
+        INSERT INTO queen.queues (tenant, name) VALUES (p_tenant, p_queue)
+        ON CONFLICT (tenant, name) DO NOTHING;
+        SELECT q.id, q.lease_time INTO v_qid, v_lease
+        FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+    END IF;
+    v_lease := coalesce(p_lease_seconds, v_lease, 60);
+
+    SELECT m.watermark, m.watermark_checked_at INTO v_watermark, v_checked_at
+    FROM queen.consumer_groups_metadata m
+    WHERE m.consumer_group = p_group AND m.queue_id = v_qid;
+
+    IF v_watermark IS NULL THEN
+        -- First contact of this (queue, group): register the durable subscription.
+        IF p_group = '__QUEUE_MODE__' THEN
+            v_mode := 'all';
+        ELSIF p_sub_from IS NOT NULL THEN
+            v_mode := 'timestamp';
+            v_ts := p_sub_from;
+        ELSIF p_sub_mode = 'new' THEN
+            v_mode := 'new';
+            v_ts := v_now;
+        ELSE
+            v_mode := 'all';
+        END IF;
+        INSERT INTO queen.consumer_groups_metadata
+            (consumer_group, queue_id, subscription_mode, subscription_timestamp)
+        VALUES (p_group, v_qid, v_mode, v_ts)
+        ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS v_inserted = ROW_COUNT;
+        IF v_inserted = 1 THEN
+            -- The elected seeder: every partition's cursor in one statement.
+            INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
+            SELECT p.id, p_group,
+                   CASE WHEN v_ts IS NULL THEN -1
+                        ELSE coalesce((SELECT s.base_offset - 1
+                                       FROM queen.log_segments s
+                                       WHERE s.partition_id = p.id AND s.created_at >= v_ts
+                                       ORDER BY s.base_offset LIMIT 1),
+                                      p.last_offset)
+                   END
+            FROM queen.log_partitions p
+            WHERE p.queue_id = v_qid
+            ON CONFLICT DO NOTHING;
+        END IF;
+        v_watermark := '-infinity';
+        v_checked_at := '-infinity';
+    END IF;
+
+    v_cap := CASE WHEN p_partitions >= 128 THEN 512
+                  ELSE least(greatest(p_partitions * 4, 64), 512) END;
+
+    FOR v_cand IN
+        SELECT p.id, p.name
+        FROM queen.log_partitions p
+        LEFT JOIN queen.log_consumers c
+          ON c.partition_id = p.id AND c.consumer_group = p_group
+        WHERE p.queue_id = v_qid
+          AND p.last_write_at >= v_watermark - interval '2 minutes'
+          AND (c.partition_id IS NULL OR p.last_offset > c.committed)
+          AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL OR c.lease_expires_at < v_now)
+        ORDER BY random()
+        LIMIT v_cap
+    LOOP
+        v_got := 0;
+        FOR v_row IN
+            SELECT * FROM queen.log_pop_v1(v_qid, v_cand.id, p_group, p_worker, v_budget,
+                                           v_lease, p_auto_ack, p_sub_mode, p_sub_from, false)
+        LOOP
+            v_got := v_got + v_row.take;
+            queue_name := p_queue;
+            partition_name := v_cand.name;
+            partition_id := v_row.partition_id;
+            delivery_attempt := v_row.delivery_attempt;
+            claim_start := v_row.claim_start;
+            claim_end := v_row.claim_end;
+            base_offset := v_row.base_offset;
+            start_idx := v_row.start_idx;
+            take := v_row.take;
+            msg_count := v_row.msg_count;
+            created_at := v_row.created_at;
+            codec := v_row.codec;
+            producer := v_row.producer;
+            blob := v_row.blob;
+            RETURN NEXT;
+        END LOOP;
+        IF v_got > 0 THEN
+            v_claimed := v_claimed + 1;
+            v_budget := v_budget - v_got;
+        END IF;
+        EXIT WHEN v_claimed >= p_partitions OR v_budget <= 0;
+    END LOOP;
+
+    IF v_claimed = 0 AND v_checked_at < v_now - interval '30 seconds' THEN
+        -- The empty-scan watermark, throttled and non-blocking: a pop that cannot take
+        -- the metadata row right now leaves the check to the one that can.
+        PERFORM 1 FROM queen.consumer_groups_metadata m
+        WHERE m.consumer_group = p_group AND m.queue_id = v_qid
+          AND m.watermark_checked_at < v_now - interval '30 seconds'
+        FOR UPDATE SKIP LOCKED;
+        IF FOUND THEN
+            UPDATE queen.consumer_groups_metadata m SET
+                watermark_checked_at = v_now,
+                watermark = CASE
+                    WHEN EXISTS (
+                        SELECT 1
+                        FROM queen.log_partitions p
+                        LEFT JOIN queen.log_consumers c
+                          ON c.partition_id = p.id AND c.consumer_group = p_group
+                        WHERE p.queue_id = v_qid
+                          AND p.last_offset > coalesce(c.committed, -1))
+                    THEN m.watermark
+                    ELSE v_now END
+            WHERE m.consumer_group = p_group AND m.queue_id = v_qid;
+        END IF;
+    END IF;
+END;
+$$;

@@ -1,0 +1,187 @@
+//! Wiring only: start or connect to PostgreSQL, build the pool, apply the schema, serve
+//! HTTP, and hand back a handle with the bound address and a stop function.
+
+use std::net::{SocketAddr, TcpListener};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use actix_web::middleware::{NormalizePath, TrailingSlash};
+use actix_web::{web, App as ActixApp, HttpServer};
+use tracing::info;
+
+use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
+use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
+use crate::db::{schema, Db, DbError};
+use crate::http::{routes, AppState};
+
+/// Name of the database the broker uses inside its embedded cluster.
+const EMBEDDED_DATABASE: &str = "queen";
+/// Superuser the embedded cluster is created with.
+const EMBEDDED_USER: &str = "queen";
+/// How long a graceful stop waits for in-flight requests.
+const HTTP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The embedded PostgreSQL could not be created or started.
+    #[error("embedded postgres failed")]
+    Embedded(#[from] EmbeddedError),
+    /// `DATABASE_URL` could not be parsed.
+    #[error("DATABASE_URL is not a valid PostgreSQL connection string")]
+    DatabaseUrl(#[source] tokio_postgres::Error),
+    /// The database refused us, or the schema failed to apply.
+    #[error("database unavailable")]
+    Db(#[from] DbError),
+    /// The HTTP listener could not be set up.
+    #[error("http listener failed")]
+    Http(#[source] std::io::Error),
+    /// A blocking start-up task panicked or was cancelled.
+    #[error("start-up task failed")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+/// A running broker.
+pub struct App {
+    http_addr: SocketAddr,
+    server: ServerHandle,
+    server_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    embedded: Option<EmbeddedPostgres>,
+}
+
+impl App {
+    /// Where HTTP is served.
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http_addr
+    }
+
+    /// Stops HTTP (in-flight requests finish, within a bound), then the embedded
+    /// PostgreSQL if this broker started it.
+    pub async fn stop(self) {
+        self.server.stop(true).await;
+        let _ = self.server_task.await;
+        if let Some(mut pg) = self.embedded {
+            let stopped = tokio::task::spawn_blocking(move || pg.stop()).await;
+            if let Ok(Err(error)) = stopped {
+                tracing::warn!(error = %error, "embedded postgres did not stop cleanly");
+            }
+        }
+        info!("broker stopped");
+    }
+}
+
+/// Starts the broker on an already-bound listener (port 0 in tests).
+pub async fn start(config: Config, listener: TcpListener) -> Result<App, StartupError> {
+    let (pg_config, embedded) = database(&config).await?;
+    let db = Db::connect(
+        pg_config,
+        config.database.pool_size,
+        config.database.pool_timeout,
+        config.database.statement_timeout,
+    )
+    .await?;
+    {
+        let mut conn = db.conn().await?;
+        schema::install(conn.client()).await?;
+    }
+
+    let state = AppState {
+        db,
+        config: Arc::new(config.clone()),
+    };
+    let http_addr = listener.local_addr().map_err(StartupError::Http)?;
+    let server = HttpServer::new(move || {
+        ActixApp::new()
+            .app_data(web::Data::new(state.clone()))
+            .wrap(NormalizePath::new(TrailingSlash::MergeOnly))
+            .configure(routes)
+    })
+    .workers(config.http.workers)
+    .shutdown_timeout(HTTP_SHUTDOWN_TIMEOUT.as_secs())
+    .disable_signals()
+    .listen(listener)
+    .map_err(StartupError::Http)?
+    .run();
+    let handle = server.handle();
+    let server_task = tokio::spawn(server);
+    info!(addr = %http_addr, "http listening");
+    Ok(App {
+        http_addr,
+        server: handle,
+        server_task,
+        embedded,
+    })
+}
+
+async fn database(
+    config: &Config,
+) -> Result<(tokio_postgres::Config, Option<EmbeddedPostgres>), StartupError> {
+    match &config.database.source {
+        DatabaseSource::External(ExternalSettings::Url(url)) => Ok((
+            tokio_postgres::Config::from_str(url.expose()).map_err(StartupError::DatabaseUrl)?,
+            None,
+        )),
+        DatabaseSource::External(ExternalSettings::Parts {
+            host,
+            port,
+            user,
+            password,
+            dbname,
+        }) => {
+            let mut pg = tokio_postgres::Config::new();
+            pg.host(host).port(*port).user(user).dbname(dbname);
+            if !password.expose().is_empty() {
+                pg.password(password.expose());
+            }
+            Ok((pg, None))
+        }
+        DatabaseSource::External(ExternalSettings::Given(pg)) => Ok(((**pg).clone(), None)),
+        DatabaseSource::Embedded(settings) => {
+            let pg = start_embedded(settings.clone()).await?;
+            ensure_database(&pg.pg_config("postgres"), EMBEDDED_DATABASE).await?;
+            Ok((pg.pg_config(EMBEDDED_DATABASE), Some(pg)))
+        }
+    }
+}
+
+async fn start_embedded(settings: EmbeddedSettings) -> Result<EmbeddedPostgres, StartupError> {
+    let options = EmbeddedOptions {
+        data_dir: settings.data_dir,
+        port: settings.port,
+        user: EMBEDDED_USER.to_owned(),
+        bin_dir: settings.bin_dir,
+        server_settings: vec![
+            ("max_connections".to_owned(), "200".to_owned()),
+            ("shared_buffers".to_owned(), "256MB".to_owned()),
+        ],
+    };
+    let pg = tokio::task::spawn_blocking(move || EmbeddedPostgres::start(options))
+        .await
+        .map_err(StartupError::Task)??;
+    Ok(pg)
+}
+
+/// Creates `name` on the embedded cluster when it does not exist yet.
+async fn ensure_database(admin: &tokio_postgres::Config, name: &str) -> Result<(), StartupError> {
+    let (client, connection) = admin
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(DbError::Connect)?;
+    let connection = tokio::spawn(connection);
+    let exists = client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
+        .await
+        .map_err(|e| DbError::query("ensure_database", e))?
+        .is_some();
+    if !exists {
+        client
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .map_err(|e| DbError::query("ensure_database", e))?;
+    }
+    drop(client);
+    let _ = connection.await;
+    Ok(())
+}

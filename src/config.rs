@@ -1,0 +1,331 @@
+//! The broker's settings: one typed tree read from environment-style key/value pairs.
+//!
+//! `main` reads the process environment once and hands the pairs to [`Config::from_vars`];
+//! tests build configs from literal pairs and never touch the environment. Every variable,
+//! its default and its rule are listed here and in the README's configuration table.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A setting that was refused at start-up.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A variable whose value breaks its rule.
+    #[error("{name}={value:?} is invalid: {rule}")]
+    Invalid {
+        /// The variable.
+        name: &'static str,
+        /// The value as given.
+        value: String,
+        /// What the value must be.
+        rule: &'static str,
+    },
+}
+
+/// A value whose debug output is masked (passwords).
+#[derive(Clone, Default)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that must use it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"***\"" })
+    }
+}
+
+/// Everything the broker reads at start-up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The HTTP listener.
+    pub http: HttpConfig,
+    /// Where PostgreSQL is and how the pool talks to it.
+    pub database: DatabaseConfig,
+    /// Pop defaults and the long-poll backoff.
+    pub pop: PopConfig,
+    /// Push encoding.
+    pub push: PushConfig,
+    /// Log output.
+    pub log: LogConfig,
+}
+
+/// The HTTP listener.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// `QUEEN_BIND_ADDR` (default `127.0.0.1`) and `PORT` (default 6632).
+    pub bind: SocketAddr,
+    /// `QUEEN_HTTP_WORKERS`: actix-web worker threads (default: the number of cores).
+    pub workers: usize,
+    /// `QUEEN_MAX_BODY_BYTES`: largest accepted request body (default 64 MiB).
+    pub max_body_bytes: usize,
+}
+
+/// Where PostgreSQL is and how the pool talks to it.
+#[derive(Debug, Clone)]
+pub struct DatabaseConfig {
+    /// External server, or the embedded default.
+    pub source: DatabaseSource,
+    /// `DB_POOL_SIZE`: pooled connections (default 20).
+    pub pool_size: u32,
+    /// `QUEEN_POOL_TIMEOUT_MS`: how long a request waits for a pooled connection before it
+    /// is answered `500 {"error":"pool"}` (default 5000).
+    pub pool_timeout: Duration,
+    /// `QUEEN_STATEMENT_TIMEOUT_MS`: server-side statement timeout (default 30000).
+    pub statement_timeout: Duration,
+}
+
+/// Which PostgreSQL the broker uses.
+#[derive(Debug, Clone)]
+pub enum DatabaseSource {
+    /// A private cluster the broker creates and runs itself (no database settings given).
+    Embedded(EmbeddedSettings),
+    /// A server given by `DATABASE_URL` or the `PG_*` variables.
+    External(ExternalSettings),
+}
+
+/// The embedded PostgreSQL default.
+#[derive(Debug, Clone)]
+pub struct EmbeddedSettings {
+    /// `QUEEN_DATA_DIR`: the broker's data folder (default `./queen-data`).
+    pub data_dir: PathBuf,
+    /// `QUEEN_EMBEDDED_PG_PORT`: names the Unix socket of the private cluster (default 5433;
+    /// it never listens on TCP).
+    pub port: u16,
+    /// `QUEEN_PG_BIN_DIR`: where `initdb`/`pg_ctl` live, when not found automatically.
+    pub bin_dir: Option<PathBuf>,
+}
+
+/// An external PostgreSQL server.
+#[derive(Debug, Clone)]
+pub enum ExternalSettings {
+    /// `DATABASE_URL`, a libpq URL or key/value string.
+    Url(Secret),
+    /// `PG_HOST`, `PG_PORT` (5432), `PG_USER` (postgres), `PG_PASSWORD`, `PG_DB` (postgres).
+    Parts {
+        /// Host name, address, or Unix socket directory.
+        host: String,
+        /// TCP port.
+        port: u16,
+        /// User name.
+        user: String,
+        /// Password.
+        password: Secret,
+        /// Database name.
+        dbname: String,
+    },
+    /// A connection config built by code (tests, or a program embedding the broker).
+    Given(Box<tokio_postgres::Config>),
+}
+
+/// Pop defaults and the long-poll backoff of the seed.
+#[derive(Debug, Clone)]
+pub struct PopConfig {
+    /// `DEFAULT_TIMEOUT`: long-poll deadline when a pop gives none, ms (default 30000).
+    pub default_timeout: Duration,
+    /// `POP_WAIT_INITIAL_INTERVAL_MS` (default 100).
+    pub wait_initial: Duration,
+    /// `POP_WAIT_BACKOFF_THRESHOLD`: re-polls at the initial interval (default 3).
+    pub backoff_threshold: u32,
+    /// `POP_WAIT_BACKOFF_MULTIPLIER` (default 2).
+    pub backoff_multiplier: f64,
+    /// `POP_WAIT_MAX_INTERVAL_MS` (default 1000).
+    pub wait_max: Duration,
+}
+
+/// Push encoding.
+#[derive(Debug, Clone)]
+pub struct PushConfig {
+    /// `QUEEN_ZSTD_LEVEL`: compression level of segments (default 1: WAL bytes matter, and
+    /// level 1 keeps the broker's CPU per message low).
+    pub zstd_level: i32,
+}
+
+/// Log output (the filter itself is `RUST_LOG`, default `info`).
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// `QUEEN_LOG_FORMAT`: `text` (default) or `json`.
+    pub json: bool,
+}
+
+impl Config {
+    /// Builds the config from key/value pairs (the process environment in production).
+    pub fn from_vars<I, K, V>(vars: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let vars = Vars(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .filter(|(_, v)| !v.is_empty())
+                .collect(),
+        );
+        let bind_ip: IpAddr = vars.parse(
+            "QUEEN_BIND_ADDR",
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            "an IP address",
+        )?;
+        let port: u16 = vars.parse("PORT", 6632, "a TCP port")?;
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Ok(Config {
+            http: HttpConfig {
+                bind: SocketAddr::new(bind_ip, port),
+                workers: vars.positive("QUEEN_HTTP_WORKERS", cores)?,
+                max_body_bytes: vars.positive("QUEEN_MAX_BODY_BYTES", 64 * 1024 * 1024)?,
+            },
+            database: DatabaseConfig {
+                source: database_source(&vars)?,
+                pool_size: vars.positive("DB_POOL_SIZE", 20)?,
+                pool_timeout: vars.millis("QUEEN_POOL_TIMEOUT_MS", 5_000)?,
+                statement_timeout: vars.millis("QUEEN_STATEMENT_TIMEOUT_MS", 30_000)?,
+            },
+            pop: PopConfig {
+                default_timeout: vars.millis("DEFAULT_TIMEOUT", 30_000)?,
+                wait_initial: vars.millis("POP_WAIT_INITIAL_INTERVAL_MS", 100)?,
+                backoff_threshold: vars.parse("POP_WAIT_BACKOFF_THRESHOLD", 3, "a whole number")?,
+                backoff_multiplier: vars.parse("POP_WAIT_BACKOFF_MULTIPLIER", 2.0, "a number")?,
+                wait_max: vars.millis("POP_WAIT_MAX_INTERVAL_MS", 1_000)?,
+            },
+            push: PushConfig {
+                zstd_level: vars.parse("QUEEN_ZSTD_LEVEL", 1, "a zstd level (1-19)")?,
+            },
+            log: LogConfig {
+                json: match vars.get("QUEEN_LOG_FORMAT").unwrap_or("text") {
+                    "text" => false,
+                    "json" => true,
+                    other => {
+                        return Err(ConfigError::Invalid {
+                            name: "QUEEN_LOG_FORMAT",
+                            value: other.to_owned(),
+                            rule: "text or json",
+                        })
+                    }
+                },
+            },
+        })
+    }
+}
+
+fn database_source(vars: &Vars) -> Result<DatabaseSource, ConfigError> {
+    if let Some(url) = vars.get("DATABASE_URL") {
+        return Ok(DatabaseSource::External(ExternalSettings::Url(
+            Secret::new(url),
+        )));
+    }
+    if let Some(host) = vars.get("PG_HOST") {
+        return Ok(DatabaseSource::External(ExternalSettings::Parts {
+            host: host.to_owned(),
+            port: vars.parse("PG_PORT", 5432, "a TCP port")?,
+            user: vars.get("PG_USER").unwrap_or("postgres").to_owned(),
+            password: Secret::new(vars.get("PG_PASSWORD").unwrap_or_default()),
+            dbname: vars.get("PG_DB").unwrap_or("postgres").to_owned(),
+        }));
+    }
+    Ok(DatabaseSource::Embedded(EmbeddedSettings {
+        data_dir: PathBuf::from(vars.get("QUEEN_DATA_DIR").unwrap_or("./queen-data")),
+        port: vars.parse("QUEEN_EMBEDDED_PG_PORT", 5433, "a port number")?,
+        bin_dir: vars.get("QUEEN_PG_BIN_DIR").map(PathBuf::from),
+    }))
+}
+
+struct Vars(HashMap<String, String>);
+
+impl Vars {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    fn parse<T: std::str::FromStr>(
+        &self,
+        name: &'static str,
+        default: T,
+        rule: &'static str,
+    ) -> Result<T, ConfigError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(raw) => raw.trim().parse().map_err(|_| ConfigError::Invalid {
+                name,
+                value: raw.to_owned(),
+                rule,
+            }),
+        }
+    }
+
+    fn positive<T>(&self, name: &'static str, default: T) -> Result<T, ConfigError>
+    where
+        T: std::str::FromStr + PartialOrd + Default,
+    {
+        let value = self.parse(name, default, "a positive whole number")?;
+        if value <= T::default() {
+            return Err(ConfigError::Invalid {
+                name,
+                value: self.get(name).unwrap_or_default().to_owned(),
+                rule: "a positive whole number",
+            });
+        }
+        Ok(value)
+    }
+
+    fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
+        Ok(Duration::from_millis(self.parse(
+            name,
+            default,
+            "a whole number of milliseconds",
+        )?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_database_settings_means_the_embedded_default_on_loopback() {
+        let config = Config::from_vars(Vec::<(String, String)>::new()).unwrap();
+        assert!(matches!(
+            config.database.source,
+            DatabaseSource::Embedded(_)
+        ));
+        assert_eq!(config.http.bind, "127.0.0.1:6632".parse().unwrap());
+        assert_eq!(config.pop.wait_initial, Duration::from_millis(100));
+        assert_eq!(config.pop.default_timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn database_url_wins_over_the_parts_and_the_password_is_masked() {
+        let config = Config::from_vars([
+            ("DATABASE_URL", "postgres://u:hunter2@db/queen"),
+            ("PG_HOST", "other"),
+        ])
+        .unwrap();
+        assert!(matches!(
+            config.database.source,
+            DatabaseSource::External(ExternalSettings::Url(_))
+        ));
+        assert!(!format!("{config:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable_and_the_rule() {
+        let err = Config::from_vars([("PORT", "http")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PORT") && err.contains("TCP port"), "{err}");
+        assert!(Config::from_vars([("DB_POOL_SIZE", "0")]).is_err());
+        assert!(Config::from_vars([("QUEEN_LOG_FORMAT", "xml")]).is_err());
+    }
+}

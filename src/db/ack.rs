@@ -1,0 +1,90 @@
+//! Acknowledging: the wrapper of `queen.log_ack_v1`.
+
+use super::{DbError, PgConn};
+
+const LOG_ACK: &str = "SELECT idx, success, error, lease_released, dlq
+     FROM queen.log_ack_v1($1, $2, $3, $4, $5, $6, $7)";
+
+/// One acknowledgement for a message of the partition.
+#[derive(Debug, Clone)]
+pub struct AckItem {
+    /// The message's transaction id.
+    pub transaction_id: String,
+    /// Its offset when the broker knows it; otherwise SQL finds it by transaction id.
+    pub offset: Option<i64>,
+    /// `completed`, `failed`, `retry` or `dlq` (SQL refuses others per item).
+    pub status: String,
+    /// Failure text of a nack.
+    pub error: Option<String>,
+}
+
+/// What happened to one item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckVerdict {
+    /// Applied (or a harmless no-op).
+    pub success: bool,
+    /// Why it was refused.
+    pub error: Option<String>,
+    /// The partition's lease was released by this call.
+    pub lease_released: bool,
+    /// The message went to the dead-letter queue.
+    pub dlq: bool,
+}
+
+/// Acknowledges items of one (partition, group) under `lease` (empty: the live lease).
+/// Verdicts come back in item order.
+pub async fn ack_partition(
+    conn: &mut PgConn,
+    partition_id: i64,
+    group: &str,
+    lease: &str,
+    items: &[AckItem],
+) -> Result<Vec<AckVerdict>, DbError> {
+    let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id.as_str()).collect();
+    let offsets: Vec<Option<i64>> = items.iter().map(|i| i.offset).collect();
+    let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
+    let errors: Vec<Option<&str>> = items.iter().map(|i| i.error.as_deref()).collect();
+    let lease = (!lease.is_empty()).then_some(lease);
+    let st = conn.statement("log_ack_v1", LOG_ACK).await?;
+    let rows = conn
+        .client()
+        .query(
+            &st,
+            &[
+                &partition_id,
+                &group,
+                &lease,
+                &txn_ids,
+                &offsets,
+                &statuses,
+                &errors,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("log_ack_v1", e));
+    let rows = rows.map_err(|e| conn.note(e))?;
+    let mut verdicts = vec![
+        AckVerdict {
+            success: false,
+            error: Some("Message not found".to_owned()),
+            lease_released: false,
+            dlq: false,
+        };
+        items.len()
+    ];
+    for row in rows {
+        let idx: i32 = row.get(0);
+        if let Some(slot) = usize::try_from(idx - 1)
+            .ok()
+            .and_then(|i| verdicts.get_mut(i))
+        {
+            *slot = AckVerdict {
+                success: row.get(1),
+                error: row.get(2),
+                lease_released: row.get(3),
+                dlq: row.get(4),
+            };
+        }
+    }
+    Ok(verdicts)
+}

@@ -1,0 +1,85 @@
+//! The database error type, and what each kind of failure means to a caller.
+
+use tokio_postgres::error::SqlState;
+
+/// A database operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// No pooled connection became free within the pool timeout.
+    #[error("connection pool exhausted")]
+    PoolExhausted,
+    /// A new connection could not be opened.
+    #[error("could not connect to the database")]
+    Connect(#[source] tokio_postgres::Error),
+    /// The server cancelled a statement that ran past the statement timeout.
+    #[error("statement timed out in {op}")]
+    StatementTimeout {
+        /// The SQL function or operation.
+        op: &'static str,
+        /// The server's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// Any other failure of a statement.
+    #[error("query failed in {op}")]
+    Query {
+        /// The SQL function or operation.
+        op: &'static str,
+        /// The server's (or the connection's) error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The schema could not be installed.
+    #[error("schema file {file} failed to apply")]
+    Schema {
+        /// The file under `sql/`.
+        file: &'static str,
+        /// The server's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+}
+
+impl DbError {
+    /// Wraps a statement error, recognising the statement timeout by its SQLSTATE.
+    pub fn query(op: &'static str, source: tokio_postgres::Error) -> Self {
+        if source.code() == Some(&SqlState::QUERY_CANCELED) {
+            DbError::StatementTimeout { op, source }
+        } else {
+            DbError::Query { op, source }
+        }
+    }
+
+    /// True for failures that may succeed when the whole transaction is tried again
+    /// (serialisation failure, deadlock), decided by SQLSTATE, never by message text.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.sql_state(),
+            Some(s) if *s == SqlState::T_R_SERIALIZATION_FAILURE || *s == SqlState::T_R_DEADLOCK_DETECTED
+        )
+    }
+
+    /// True when the connection itself is lost or unusable (as opposed to a bad statement).
+    pub fn is_connection_problem(&self) -> bool {
+        match self {
+            DbError::PoolExhausted | DbError::Connect(_) => true,
+            DbError::Query { source, .. } => source.is_closed() || source.code().is_none(),
+            DbError::StatementTimeout { .. } | DbError::Schema { .. } => false,
+        }
+    }
+
+    /// True when the connection that ran the statement must not be reused.
+    pub fn poisons_connection(&self) -> bool {
+        matches!(self, DbError::StatementTimeout { .. }) || self.is_connection_problem()
+    }
+
+    fn sql_state(&self) -> Option<&SqlState> {
+        match self {
+            DbError::Query { source, .. }
+            | DbError::StatementTimeout { source, .. }
+            | DbError::Schema { source, .. } => source.code(),
+            DbError::Connect(source) => source.code(),
+            DbError::PoolExhausted => None,
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The only module that speaks SQL.
+//!
+//! It owns the connection pool ([`pool`]), the embedded PostgreSQL launcher ([`embedded`]),
+//! the schema installer ([`schema`]), one Rust function per SQL function (`push`, `pop`,
+//! `ack`, `lease`, `queues`) and the database error type ([`error`]). Callers never see a
+//! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
+
+pub mod ack;
+pub mod embedded;
+pub mod error;
+pub mod lease;
+pub mod pool;
+pub mod pop;
+pub mod push;
+pub mod queues;
+pub mod schema;
+
+pub use error::DbError;
+pub use pool::{Db, PgConn};

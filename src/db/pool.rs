@@ -1,0 +1,135 @@
+//! The bb8 pool of tokio-postgres connections.
+//!
+//! The manager is ours rather than bb8-postgres's for one reason: a connection whose
+//! statement hit the statement timeout must be dropped instead of going back to the pool
+//! (the seed's quarantine), and only the manager's `has_broken` can decide that. Each
+//! connection also caches its prepared statements so the hot path pays one round trip.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio_postgres::{Client, NoTls, Statement};
+use tracing::warn;
+
+use super::DbError;
+
+/// A pooled connection: the client, its prepared statements, and the quarantine flag.
+pub struct PgConn {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+    quarantined: bool,
+}
+
+impl PgConn {
+    /// The underlying client.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// Prepares `sql` once per connection and returns the cached statement afterwards.
+    pub async fn statement(
+        &mut self,
+        op: &'static str,
+        sql: &'static str,
+    ) -> Result<Statement, DbError> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self
+            .client
+            .prepare(sql)
+            .await
+            .map_err(|e| self.note(DbError::query(op, e)))?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    /// Records an error of a statement run on this connection; a timeout or a lost
+    /// connection quarantines it so the pool drops it. Returns the error for `?`.
+    pub fn note(&mut self, error: DbError) -> DbError {
+        if error.poisons_connection() {
+            self.quarantined = true;
+        }
+        error
+    }
+}
+
+/// Opens connections for bb8.
+pub struct Manager {
+    config: tokio_postgres::Config,
+}
+
+impl bb8::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = tokio_postgres::Error;
+
+    async fn connect(&self) -> Result<PgConn, tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(NoTls).await?;
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                warn!(error = %error, "database connection closed");
+            }
+        });
+        Ok(PgConn {
+            client,
+            statements: HashMap::new(),
+            quarantined: false,
+        })
+    }
+
+    async fn is_valid(&self, conn: &mut PgConn) -> Result<(), tokio_postgres::Error> {
+        conn.client.simple_query("").await.map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.quarantined || conn.client.is_closed()
+    }
+}
+
+/// The pool, cheap to clone.
+#[derive(Clone)]
+pub struct Db {
+    pool: bb8::Pool<Manager>,
+}
+
+/// A connection checked out of the pool; returned when dropped.
+pub type Conn<'a> = bb8::PooledConnection<'a, Manager>;
+
+impl Db {
+    /// Builds the pool and opens its first connection, so a wrong address fails start-up.
+    pub async fn connect(
+        mut config: tokio_postgres::Config,
+        size: u32,
+        checkout_timeout: Duration,
+        statement_timeout: Duration,
+    ) -> Result<Self, DbError> {
+        config.options(format!(
+            "-c statement_timeout={} -c application_name=queen",
+            statement_timeout.as_millis()
+        ));
+        let pool = bb8::Pool::builder()
+            .max_size(size)
+            .connection_timeout(checkout_timeout)
+            .test_on_check_out(false)
+            .build(Manager { config })
+            .await
+            .map_err(DbError::Connect)?;
+        let db = Db { pool };
+        drop(db.conn().await?);
+        Ok(db)
+    }
+
+    /// Checks out a connection; waits at most the pool timeout.
+    pub async fn conn(&self) -> Result<Conn<'_>, DbError> {
+        self.pool.get().await.map_err(|e| match e {
+            bb8::RunError::TimedOut => DbError::PoolExhausted,
+            bb8::RunError::User(e) => DbError::Connect(e),
+        })
+    }
+
+    /// Connections open and idle right now (for health and metrics).
+    pub fn state(&self) -> (u32, u32) {
+        let state = self.pool.state();
+        (state.connections, state.idle_connections)
+    }
+}

@@ -1,0 +1,216 @@
+//! Claiming: the wrappers of `queen.log_pop_wildcard_bin_v1`, `queen.log_pop_specific_v1`,
+//! `queen.log_pop_discover_wire_v1` and `queen.log_has_pending_v1`.
+//!
+//! Each pop is one statement (its own transaction). The rows are segment slices; turning
+//! them into messages is the pop path's business, not this module's.
+
+use chrono::{DateTime, Utc};
+
+use super::{DbError, PgConn};
+
+const POP_WILDCARD: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
+     claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
+     blob FROM queen.log_pop_wildcard_bin_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const POP_SPECIFIC: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
+     claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
+     blob FROM queen.log_pop_specific_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const POP_DISCOVER: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
+     claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
+     blob FROM queen.log_pop_discover_wire_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const HAS_PENDING: &str = "SELECT queen.log_has_pending_v1($1, $2, $3)";
+
+/// Which partitions a pop may claim from.
+#[derive(Debug, Clone)]
+pub enum PopScope<'a> {
+    /// Any partition of one queue.
+    Wildcard {
+        /// The queue.
+        queue: &'a str,
+    },
+    /// One named partition.
+    Specific {
+        /// The queue.
+        queue: &'a str,
+        /// The partition.
+        partition: &'a str,
+    },
+    /// Any queue matching a namespace and/or task (at least one is set).
+    Discover {
+        /// Namespace filter.
+        namespace: Option<&'a str>,
+        /// Task filter.
+        task: Option<&'a str>,
+    },
+}
+
+/// The knobs of one claim.
+#[derive(Debug, Clone)]
+pub struct ClaimParams<'a> {
+    /// Tenant of the queues.
+    pub tenant: &'a str,
+    /// Consumer group (`__QUEUE_MODE__` for queue mode).
+    pub group: &'a str,
+    /// The lease id (worker id) of a leased pop; empty with auto-ack.
+    pub worker: &'a str,
+    /// Global message budget.
+    pub batch: i32,
+    /// Maximum partitions to claim (wildcard and discover).
+    pub partitions: i32,
+    /// Lease length override; `None` uses the queue's lease_time (60 s when unset).
+    pub lease_seconds: Option<i32>,
+    /// Commit on delivery instead of leasing.
+    pub auto_ack: bool,
+    /// `new` (skip existing backlog) or `all`, for a group's first contact.
+    pub subscription_mode: &'a str,
+    /// A start time for a group's first contact; wins over the mode.
+    pub subscription_from: Option<DateTime<Utc>>,
+}
+
+/// One segment slice of a claim, as PostgreSQL returns it.
+#[derive(Debug, Clone)]
+pub struct ClaimedSlice {
+    /// Queue of the partition.
+    pub queue: String,
+    /// Partition name.
+    pub partition: String,
+    /// Partition id.
+    pub partition_id: i64,
+    /// 1 on the first delivery of this start offset, +1 per redelivery.
+    pub delivery_attempt: i32,
+    /// First offset delivered from this partition.
+    pub claim_start: i64,
+    /// Last offset delivered from this partition (the lease's batch_end).
+    pub claim_end: i64,
+    /// Segment's first offset.
+    pub base_offset: i64,
+    /// Index of the first delivered frame in the segment.
+    pub start_idx: i32,
+    /// Number of frames delivered from this segment.
+    pub take: i32,
+    /// Frames in the segment.
+    pub msg_count: i32,
+    /// When the segment was stored.
+    pub created_at: DateTime<Utc>,
+    /// Codec byte of the blob.
+    pub codec: i16,
+    /// Producer stamped on the segment.
+    pub producer: Option<String>,
+    /// The stored bytes.
+    pub blob: Vec<u8>,
+}
+
+/// Runs one claim and returns its segment slices (empty: nothing claimed).
+pub async fn claim(
+    conn: &mut PgConn,
+    scope: &PopScope<'_>,
+    p: &ClaimParams<'_>,
+) -> Result<Vec<ClaimedSlice>, DbError> {
+    let worker = (!p.auto_ack).then_some(p.worker);
+    let rows = match scope {
+        PopScope::Wildcard { queue } => {
+            let st = conn
+                .statement("log_pop_wildcard_bin_v1", POP_WILDCARD)
+                .await?;
+            conn.client()
+                .query(
+                    &st,
+                    &[
+                        &p.tenant,
+                        queue,
+                        &p.group,
+                        &worker,
+                        &p.batch,
+                        &p.partitions,
+                        &p.lease_seconds,
+                        &p.auto_ack,
+                        &p.subscription_mode,
+                        &p.subscription_from,
+                    ],
+                )
+                .await
+                .map_err(|e| DbError::query("log_pop_wildcard_bin_v1", e))
+        }
+        PopScope::Specific { queue, partition } => {
+            let st = conn.statement("log_pop_specific_v1", POP_SPECIFIC).await?;
+            conn.client()
+                .query(
+                    &st,
+                    &[
+                        &p.tenant,
+                        queue,
+                        partition,
+                        &p.group,
+                        &worker,
+                        &p.batch,
+                        &p.lease_seconds,
+                        &p.auto_ack,
+                        &p.subscription_mode,
+                        &p.subscription_from,
+                    ],
+                )
+                .await
+                .map_err(|e| DbError::query("log_pop_specific_v1", e))
+        }
+        PopScope::Discover { namespace, task } => {
+            let st = conn
+                .statement("log_pop_discover_wire_v1", POP_DISCOVER)
+                .await?;
+            conn.client()
+                .query(
+                    &st,
+                    &[
+                        &p.tenant,
+                        namespace,
+                        task,
+                        &p.group,
+                        &worker,
+                        &p.batch,
+                        &p.partitions,
+                        &p.lease_seconds,
+                        &p.auto_ack,
+                        &p.subscription_mode,
+                        &p.subscription_from,
+                    ],
+                )
+                .await
+                .map_err(|e| DbError::query("log_pop_discover_wire_v1", e))
+        }
+    };
+    let rows = rows.map_err(|e| conn.note(e))?;
+    Ok(rows
+        .iter()
+        .map(|row| ClaimedSlice {
+            queue: row.get(0),
+            partition: row.get(1),
+            partition_id: row.get(2),
+            delivery_attempt: row.get(3),
+            claim_start: row.get(4),
+            claim_end: row.get(5),
+            base_offset: row.get(6),
+            start_idx: row.get(7),
+            take: row.get(8),
+            msg_count: row.get(9),
+            created_at: row.get(10),
+            codec: row.get(11),
+            producer: row.get(12),
+            blob: row.get(13),
+        })
+        .collect())
+}
+
+/// `queen.log_has_pending_v1`: false means definitively nothing to deliver to the group.
+pub async fn has_pending(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: &str,
+    group: &str,
+) -> Result<bool, DbError> {
+    let st = conn.statement("log_has_pending_v1", HAS_PENDING).await?;
+    let row = conn
+        .client()
+        .query_one(&st, &[&tenant, &queue, &group])
+        .await
+        .map_err(|e| DbError::query("log_has_pending_v1", e));
+    let row = row.map_err(|e| conn.note(e))?;
+    Ok(row.get(0))
+}

@@ -1,0 +1,9 @@
+//! Pure types with no I/O: validated names, identifiers and queue options.
+//!
+//! Input is parsed into these types at the HTTP edge so inner code never re-checks strings.
+
+pub mod names;
+pub mod options;
+
+pub use names::{ConsumerGroup, NameError, PartitionName, QueueName, Tenant, QUEUE_MODE};
+pub use options::{OptionError, QueueOptions};

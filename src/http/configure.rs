@@ -1,0 +1,72 @@
+//! `POST /api/v1/configure`: create or update a queue (an upsert of its options).
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{parse_json, read_body, ApiError, AppState};
+use crate::db::queues::configure as store;
+use crate::domain::{QueueName, QueueOptions};
+
+#[derive(Deserialize)]
+struct RawConfigure {
+    queue: Option<Value>,
+    namespace: Option<Value>,
+    task: Option<Value>,
+    options: Option<Value>,
+}
+
+/// The handler.
+pub async fn configure(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let raw: RawConfigure = parse_json(&body)?;
+    let queue = match raw.queue {
+        Some(Value::String(q)) => {
+            QueueName::parse(q).map_err(|e| ApiError::bad_request(e.to_string()))?
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "queue is required and must be a string",
+            ))
+        }
+    };
+    let namespace = optional_text("namespace", raw.namespace)?;
+    let task = optional_text("task", raw.task)?;
+    let options = QueueOptions::parse(raw.options.as_ref())
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+
+    let mut conn = state.db.conn().await?;
+    let stored = store(
+        &mut conn,
+        state.tenant(&req).as_str(),
+        queue.as_str(),
+        namespace.as_deref(),
+        task.as_deref(),
+        &options.to_sql_json(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(json!({
+        "configured": true,
+        "queue": queue.as_str(),
+        "queueId": stored.queue_id.to_string(),
+        "partitionId": stored.partition_id.to_string(),
+        "namespace": namespace,
+        "task": task,
+        "options": QueueOptions::row_to_wire(&stored.effective),
+    })))
+}
+
+fn optional_text(name: &str, value: Option<Value>) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) if s.len() <= 512 => Ok(Some(s)),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "{name} must be a string of at most 512 bytes, or null"
+        ))),
+    }
+}

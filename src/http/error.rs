@@ -1,0 +1,103 @@
+//! The one place that turns failures into status codes and bodies.
+//!
+//! Envelopes follow the wire contract: `{"error": "<text>"}`. A database outage says
+//! "connection" or "timeout" in its text, because the published clients retry on those
+//! words; the full cause chain is logged here and never sent to the client.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+use tracing::{error, warn};
+
+use crate::db::DbError;
+use crate::log::push::PushError;
+
+/// A request that ends in an error answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Malformed input: 400, nothing changed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// A body over the configured limit: 413.
+    #[error("request body exceeds {limit} bytes")]
+    TooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// No route for this path: 404 `no_such_route`.
+    #[error("no_such_route")]
+    NoRoute {
+        /// The path asked for.
+        path: String,
+    },
+    /// A route that exists for other methods: 405.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// The database failed.
+    #[error("database error")]
+    Db(#[from] DbError),
+    /// Stored data could not be read back (a corrupt segment).
+    #[error("stored data could not be read")]
+    Corrupt(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    /// A 400 with the given text.
+    pub fn bad_request(text: impl Into<String>) -> Self {
+        ApiError::BadRequest(text.into())
+    }
+}
+
+impl From<PushError> for ApiError {
+    fn from(e: PushError) -> Self {
+        match e {
+            PushError::Db(db) => ApiError::Db(db),
+            PushError::Frame { .. } => ApiError::BadRequest(e.to_string()),
+            PushError::Blob(b) => ApiError::Corrupt(Box::new(b)),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            ApiError::Db(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let body = match self {
+            ApiError::BadRequest(text) => json!({ "error": text }),
+            ApiError::TooLarge { .. } | ApiError::MethodNotAllowed => {
+                json!({ "error": self.to_string() })
+            }
+            ApiError::NoRoute { path } => json!({ "error": "no_such_route", "path": path }),
+            ApiError::Db(db) => {
+                let text = match db {
+                    DbError::PoolExhausted => "pool",
+                    DbError::StatementTimeout { .. } => "database timeout",
+                    e if e.is_connection_problem() => "database connection error",
+                    _ => "database error",
+                };
+                if matches!(db, DbError::PoolExhausted) {
+                    warn!(error = %db, "request refused");
+                } else {
+                    error!(error = ?db, "request failed");
+                }
+                json!({ "error": text })
+            }
+            ApiError::Corrupt(source) => {
+                error!(error = ?source, "stored data could not be read");
+                json!({ "error": "internal error: stored data could not be read" })
+            }
+        };
+        HttpResponse::build(self.status_code()).json(body)
+    }
+}

@@ -1,0 +1,55 @@
+//! `POST /api/v1/lease/{lease_id}/extend`: renew every partition claimed under a lease.
+//! The published client sends no body; `{"seconds": N}` is accepted too. HTTP 200 either way.
+
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Value};
+
+use super::{read_body, ApiError, AppState};
+use crate::db::lease::extend as extend_lease;
+
+/// Longest accepted extension (one day).
+const MAX_EXTEND_SECONDS: i64 = 86_400;
+
+/// The handler.
+pub async fn extend(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let lease_id = path.into_inner();
+    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let seconds = requested_seconds(&body)?;
+    let mut conn = state.db.conn().await?;
+    let (renewed, expires_at) = extend_lease(&mut conn, &lease_id, seconds).await?;
+    let expires = expires_at.map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+    let success = renewed > 0;
+    Ok(HttpResponse::Ok().json(json!({
+        "leaseId": lease_id,
+        "success": success,
+        "renewed": renewed,
+        "newExpiresAt": expires,
+        "expiresAt": expires,
+        "lease_expires_at": expires,
+        "error": if success { Value::Null } else { json!("Lease not found or expired") },
+    })))
+}
+
+fn requested_seconds(body: &[u8]) -> Result<Option<i32>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+    match value.get("seconds") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .filter(|s| (1..=MAX_EXTEND_SECONDS).contains(s))
+            .map(|s| Some(s as i32))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "seconds must be a whole number between 1 and {MAX_EXTEND_SECONDS}"
+                ))
+            }),
+    }
+}

@@ -1,0 +1,122 @@
+//! HTTP: the route table, the shared state the handlers see, and the body and query readers.
+//!
+//! One handler file per route family (`push`, `pop`, `ack`, `lease`, `configure`,
+//! `health`); status codes and error bodies are decided in [`error`] only.
+
+pub mod ack;
+pub mod configure;
+pub mod error;
+pub mod health;
+pub mod lease;
+pub mod pop;
+pub mod push;
+pub mod query;
+
+use std::sync::Arc;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::domain::Tenant;
+pub use error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database pool.
+    pub db: Db,
+    /// The effective configuration.
+    pub config: Arc<Config>,
+}
+
+impl AppState {
+    /// The tenant a request acts for: the default tenant until authentication exists.
+    pub fn tenant(&self, _req: &HttpRequest) -> Tenant {
+        Tenant::default_tenant()
+    }
+}
+
+/// The route table.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/health")
+            .route(web::get().to(health::health))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/push")
+            .route(web::post().to(push::push))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/pop")
+            .route(web::get().to(pop::pop_discover))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/pop/queue/{queue}")
+            .route(web::get().to(pop::pop_queue))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/pop/queue/{queue}/partition/{partition}")
+            .route(web::get().to(pop::pop_partition))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ack")
+            .route(web::post().to(ack::ack_one))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ack/batch")
+            .route(web::post().to(ack::ack_batch))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/lease/{lease_id}/extend")
+            .route(web::post().to(lease::extend))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/configure")
+            .route(web::post().to(configure::configure))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .default_service(web::to(no_route));
+}
+
+async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NoRoute {
+        path: req.path().to_owned(),
+    })
+}
+
+async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed)
+}
+
+/// Reads a request body up to the configured limit (413 with a JSON error beyond it).
+pub async fn read_body(mut payload: web::Payload, limit: usize) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("request body: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// Parses a JSON body, answering 400 with serde's description of what is wrong.
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.is_empty() {
+        return Err(ApiError::bad_request("request body must be a JSON object"));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+}

@@ -1,0 +1,129 @@
+//! `POST /api/v1/push` with a JSON body: validate every item, store all or nothing, answer
+//! one object per item in request order.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{parse_json, read_body, ApiError, AppState};
+use crate::domain::{PartitionName, QueueName};
+use crate::log::push::{push as store, PushItem, PushStatus};
+
+/// Largest transaction id: the stored frame's `u16` length prefix.
+const MAX_TRANSACTION_ID_BYTES: usize = 65_535;
+
+#[derive(Deserialize)]
+struct PushBody {
+    items: Vec<RawItem>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawItem {
+    queue: Option<Value>,
+    partition: Option<Value>,
+    payload: Option<Box<RawValue>>,
+    transaction_id: Option<Value>,
+    trace_id: Option<Value>,
+}
+
+/// The handler.
+pub async fn push(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    if body.starts_with(b"QPB1") || body.starts_with(b"QTB1") {
+        return Err(ApiError::bad_request(
+            "binary push bodies are not supported by this broker yet; send JSON",
+        ));
+    }
+    let parsed: PushBody = parse_json(&body)?;
+    let items = parsed
+        .items
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| validate(i, raw))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let outcomes = store(
+        &state.db,
+        &state.tenant(&req),
+        &items,
+        state.config.push.zstd_level,
+    )
+    .await?;
+
+    let answer: Vec<Value> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(index, o)| {
+            json!({
+                "index": index,
+                "status": match o.status {
+                    PushStatus::Queued => "queued",
+                    PushStatus::Duplicate => "duplicate",
+                },
+                "transactionId": o.transaction_id,
+                "messageId": o.message_id,
+                "partitionId": o.partition_id.to_string(),
+                "offset": o.offset,
+                "error": Value::Null,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Created().json(answer))
+}
+
+fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError> {
+    let field = |name: &str| format!("items[{index}].{name}");
+    let text = |name: &str, value: Option<Value>| -> Result<Option<String>, ApiError> {
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "{} must be a string",
+                field(name)
+            ))),
+        }
+    };
+    let queue = text("queue", raw.queue)?
+        .ok_or_else(|| ApiError::bad_request(format!("{} is required", field("queue"))))?;
+    let queue = QueueName::parse(queue)
+        .map_err(|e| ApiError::bad_request(format!("{}: {e}", field("queue"))))?;
+    let partition = match text("partition", raw.partition)? {
+        None => PartitionName::default_partition(),
+        Some(p) => PartitionName::parse(p)
+            .map_err(|e| ApiError::bad_request(format!("{}: {e}", field("partition"))))?,
+    };
+    let transaction_id = text("transactionId", raw.transaction_id)?.filter(|t| !t.is_empty());
+    if transaction_id
+        .as_ref()
+        .is_some_and(|t| t.len() > MAX_TRANSACTION_ID_BYTES)
+    {
+        return Err(ApiError::bad_request(format!(
+            "{} is longer than {MAX_TRANSACTION_ID_BYTES} bytes",
+            field("transactionId")
+        )));
+    }
+    let trace_id =
+        match text("traceId", raw.trace_id)? {
+            None => None,
+            Some(t) => Some(Uuid::parse_str(&t).map_err(|_| {
+                ApiError::bad_request(format!("{} must be a UUID", field("traceId")))
+            })?),
+        };
+    let payload = raw
+        .payload
+        .map_or_else(|| b"null".to_vec(), |p| p.get().trim().as_bytes().to_vec());
+    Ok(PushItem {
+        queue,
+        partition,
+        payload,
+        transaction_id,
+        trace_id,
+    })
+}

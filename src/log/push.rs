@@ -1,0 +1,235 @@
+//! Push: one segment per (queue, partition) of a request, all appended in one transaction.
+//!
+//! Transaction ids dedup within the request first (the first occurrence wins), then against
+//! the partition in SQL: when `log_push_v1` reports stored duplicates, the segment is
+//! rebuilt without them and appended again under the partition lock it already holds.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tracing::{debug, instrument};
+use uuid::Uuid;
+
+use crate::db::push::{AppendOutcome, PushTransaction, SegmentAppend};
+use crate::db::{Db, DbError};
+use crate::domain::{PartitionName, QueueName, Tenant};
+use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
+
+/// One message to store.
+#[derive(Debug, Clone)]
+pub struct PushItem {
+    /// Target queue (created when missing).
+    pub queue: QueueName,
+    /// Target partition (created when missing).
+    pub partition: PartitionName,
+    /// One JSON document.
+    pub payload: Vec<u8>,
+    /// Dedup key; the broker mints one (the message id's text) when absent.
+    pub transaction_id: Option<String>,
+    /// Trace correlation id.
+    pub trace_id: Option<Uuid>,
+}
+
+/// The verdict on one pushed item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushStatus {
+    /// Stored.
+    Queued,
+    /// Its transaction id was already stored in the partition (or earlier in the request).
+    Duplicate,
+}
+
+/// The answer for one item, in request order.
+#[derive(Debug, Clone)]
+pub struct PushOutcome {
+    /// Stored or duplicate.
+    pub status: PushStatus,
+    /// The effective transaction id.
+    pub transaction_id: String,
+    /// The stored message's id (the existing one for a duplicate).
+    pub message_id: Uuid,
+    /// The partition's id.
+    pub partition_id: i64,
+    /// The message's offset in its partition.
+    pub offset: i64,
+}
+
+/// Why a push stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    /// The database failed; the whole push rolled back.
+    #[error("push could not be stored")]
+    Db(#[from] DbError),
+    /// An item could not be framed (a field too long for the stored format).
+    #[error("item {index} cannot be stored: {source}")]
+    Frame {
+        /// Position of the item in the request.
+        index: usize,
+        /// What is wrong with it.
+        #[source]
+        source: FrameError,
+    },
+    /// A segment could not be compressed.
+    #[error("segment could not be built")]
+    Blob(#[from] BlobError),
+}
+
+/// Stores `items` (all or nothing) and answers one outcome per item, in order.
+#[instrument(skip_all, fields(batch_size = items.len()))]
+pub async fn push(
+    db: &Db,
+    tenant: &Tenant,
+    items: &[PushItem],
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
+    let message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    let txn_ids: Vec<String> = items
+        .iter()
+        .zip(&message_ids)
+        .map(|(item, id)| {
+            item.transaction_id
+                .clone()
+                .unwrap_or_else(|| id.to_string())
+        })
+        .collect();
+
+    // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
+    // over the same partitions lock them in the same order and cannot deadlock.
+    let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<usize>> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        groups
+            .entry((&item.queue, &item.partition))
+            .or_default()
+            .push(i);
+    }
+
+    let mut outcomes: Vec<Option<PushOutcome>> = vec![None; items.len()];
+    let mut conn = db.conn().await?;
+    let result = append_groups(
+        &mut conn,
+        tenant,
+        items,
+        &message_ids,
+        &txn_ids,
+        &groups,
+        zstd_level,
+        &mut outcomes,
+    )
+    .await;
+    if let Err(PushError::Db(error)) = result {
+        return Err(PushError::Db(conn.note(error)));
+    }
+    result?;
+    Ok(outcomes
+        .into_iter()
+        .map(|o| o.expect("every item gets an outcome"))
+        .collect())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn append_groups(
+    conn: &mut crate::db::PgConn,
+    tenant: &Tenant,
+    items: &[PushItem],
+    message_ids: &[Uuid],
+    txn_ids: &[String],
+    groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
+    zstd_level: i32,
+    outcomes: &mut [Option<PushOutcome>],
+) -> Result<(), PushError> {
+    let tx = PushTransaction::begin(conn).await?;
+    for ((queue, partition), indices) in groups {
+        // Dedup within the request: later repeats point at the first occurrence.
+        let mut first_of: HashMap<&str, usize> = HashMap::new();
+        let mut repeats: Vec<(usize, usize)> = Vec::new();
+        let mut pending: Vec<usize> = Vec::new();
+        for &i in indices {
+            match first_of.get(txn_ids[i].as_str()) {
+                Some(&first) => repeats.push((i, first)),
+                None => {
+                    first_of.insert(&txn_ids[i], i);
+                    pending.push(i);
+                }
+            }
+        }
+
+        while !pending.is_empty() {
+            let mut builder = SegmentBuilder::new();
+            for &i in &pending {
+                builder
+                    .push(&NewFrame {
+                        message_id: message_ids[i],
+                        trace_id: items[i].trace_id,
+                        transaction_id: &txn_ids[i],
+                        producer: None,
+                        payload: &items[i].payload,
+                    })
+                    .map_err(|source| PushError::Frame { index: i, source })?;
+            }
+            let blob = builder.finish(zstd_level)?;
+            let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();
+            let seg_ids: Vec<Uuid> = pending.iter().map(|&i| message_ids[i]).collect();
+            let outcome = tx
+                .append(&SegmentAppend {
+                    tenant: tenant.as_str(),
+                    queue: queue.as_str(),
+                    partition: partition.as_str(),
+                    transaction_ids: &seg_txns,
+                    message_ids: &seg_ids,
+                    blob: &blob.bytes,
+                    codec: blob.codec.as_i16(),
+                    producer: None,
+                })
+                .await?;
+            match outcome {
+                AppendOutcome::Stored {
+                    partition_id,
+                    base_offset,
+                } => {
+                    for (k, &i) in pending.iter().enumerate() {
+                        outcomes[i] = Some(PushOutcome {
+                            status: PushStatus::Queued,
+                            transaction_id: txn_ids[i].clone(),
+                            message_id: message_ids[i],
+                            partition_id,
+                            offset: base_offset + k as i64,
+                        });
+                    }
+                    pending.clear();
+                }
+                AppendOutcome::Duplicates {
+                    partition_id,
+                    duplicates,
+                } => {
+                    debug!(queue = %queue, partition = %partition, duplicates = duplicates.len(), "push met stored transaction ids");
+                    for dup in duplicates {
+                        if let Some(&i) = first_of.get(dup.transaction_id.as_str()) {
+                            outcomes[i] = Some(PushOutcome {
+                                status: PushStatus::Duplicate,
+                                transaction_id: dup.transaction_id,
+                                message_id: dup.message_id,
+                                partition_id,
+                                offset: dup.offset,
+                            });
+                        }
+                    }
+                    pending.retain(|&i| outcomes[i].is_none());
+                }
+            }
+        }
+
+        for (i, first) in repeats {
+            let original = outcomes[first]
+                .clone()
+                .expect("the first occurrence was resolved above");
+            outcomes[i] = Some(PushOutcome {
+                status: PushStatus::Duplicate,
+                ..original
+            });
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! The stored-record format: frames, and the segment blobs built on push and sliced on pop.
+//!
+//! A segment blob is a run of [`frame`]s, compressed as one zstd frame ([`blob`]). The layout
+//! is the one the framed pop answer carries, so stored blobs can ship as they are. This
+//! module is pure: no I/O, no SQL. PostgreSQL never looks inside a blob; the broker builds
+//! them on push and slices them on pop.
+
+pub mod blob;
+pub mod frame;
+
+pub use blob::{open_blob, slice_frames, BlobError, Codec, SegmentBlob, SegmentBuilder};
+pub use frame::{FrameError, FrameIter, NewFrame, StoredFrame};
