@@ -1,1 +1,7 @@
+//! The broker's integration tests: one binary, a real PostgreSQL started by the harness,
+//! real HTTP against brokers running in-process.
 
+mod support;
+
+mod concurrency;
+mod harness;

@@ -1,0 +1,225 @@
+//! Fixtures: a real broker, in-process on a port-0 listener, over a fresh database on the
+//! shared test PostgreSQL cluster, and a few HTTP helpers that keep tests short.
+
+#![allow(dead_code)]
+
+pub mod postgres;
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use queen::app::{self, App};
+use queen::config::{Config, DatabaseSource, ExternalSettings};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+/// A running broker and a client for it.
+pub struct TestBroker {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// A client with a generous timeout (long-polls included).
+    pub http: reqwest::Client,
+    /// The broker's database, for direct assertions.
+    pub pg: tokio_postgres::Config,
+    app: Option<App>,
+}
+
+impl TestBroker {
+    /// A broker with default settings on a fresh database.
+    pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// A broker with extra settings (environment-style pairs) on a fresh database.
+    pub async fn start_with(vars: &[(&str, &str)]) -> Self {
+        let pg = postgres::fresh_database().await;
+        Self::start_on(pg, vars).await
+    }
+
+    /// A broker on a given database (several brokers can share one).
+    pub async fn start_on(pg: tokio_postgres::Config, vars: &[(&str, &str)]) -> Self {
+        let mut config = Config::from_vars(vars.iter().copied()).expect("test config is valid");
+        config.database.source =
+            DatabaseSource::External(ExternalSettings::Given(Box::new(pg.clone())));
+        if !vars.iter().any(|(k, _)| *k == "QUEEN_HTTP_WORKERS") {
+            config.http.workers = 2;
+        }
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let app = app::start(config, listener).await.expect("broker starts");
+        TestBroker {
+            base: format!("http://{}", app.http_addr()),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .pool_max_idle_per_host(64)
+                .build()
+                .expect("http client"),
+            pg,
+            app: Some(app),
+        }
+    }
+
+    /// Absolute URL of a path on this broker.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A direct SQL connection to the broker's database.
+    pub async fn sql(&self) -> tokio_postgres::Client {
+        let (client, connection) = self
+            .pg
+            .connect(tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test database");
+        tokio::spawn(connection);
+        client
+    }
+
+    /// POSTs JSON; returns the status and the parsed body (Null when empty).
+    pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request reaches the broker");
+        read(response).await
+    }
+
+    /// POSTs raw bytes with a content type.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .post(self.url(path))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("request reaches the broker");
+        read(response).await
+    }
+
+    /// GETs a path; returns the status and the parsed body (Null when empty).
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request reaches the broker");
+        read(response).await
+    }
+
+    /// Pushes payloads to one partition and asserts each was queued; returns the answers.
+    pub async fn push(&self, queue: &str, partition: &str, payloads: &[Value]) -> Vec<Value> {
+        let items: Vec<Value> = payloads
+            .iter()
+            .map(|p| json!({"queue": queue, "partition": partition, "payload": p}))
+            .collect();
+        let (status, body) = self.post("/api/v1/push", &json!({ "items": items })).await;
+        assert!(status.is_success(), "push answered {status}: {body}");
+        let answers = body.as_array().expect("push answers an array").clone();
+        assert_eq!(answers.len(), payloads.len());
+        for a in &answers {
+            assert_eq!(a["status"], "queued", "{a}");
+        }
+        answers
+    }
+
+    /// Pops; returns the messages (empty on 204) and asserts the status is 200 or 204.
+    pub async fn pop_messages(&self, path_and_query: &str) -> Vec<Value> {
+        let (status, body) = self.get(path_and_query).await;
+        match status {
+            StatusCode::NO_CONTENT => Vec::new(),
+            StatusCode::OK => body["messages"].as_array().expect("messages array").clone(),
+            other => panic!("pop answered {other}: {body}"),
+        }
+    }
+
+    /// Acks messages (as popped) with one status; returns the per-item answers.
+    pub async fn ack_all(
+        &self,
+        messages: &[Value],
+        status: &str,
+        group: Option<&str>,
+    ) -> Vec<Value> {
+        let acks: Vec<Value> = messages
+            .iter()
+            .map(|m| {
+                json!({
+                    "transactionId": m["transactionId"],
+                    "partitionId": m["partitionId"],
+                    "leaseId": m["leaseId"],
+                    "status": status,
+                    "error": if status == "failed" { json!("handler failed") } else { Value::Null },
+                })
+            })
+            .collect();
+        let (code, body) = self
+            .post(
+                "/api/v1/ack/batch",
+                &json!({ "acknowledgments": acks, "consumerGroup": group }),
+            )
+            .await;
+        assert_eq!(code, StatusCode::OK, "ack answered {code}: {body}");
+        body.as_array().expect("ack answers an array").clone()
+    }
+
+    /// Stops the broker.
+    pub async fn stop(mut self) {
+        if let Some(app) = self.app.take() {
+            app.stop().await;
+        }
+    }
+}
+
+impl Drop for TestBroker {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "---- postgres log (tail) ----\n{}\n-----------------------------",
+                postgres::log_tail(60)
+            );
+        }
+    }
+}
+
+async fn read(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let bytes = response.bytes().await.expect("read the answer");
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+    };
+    (status, body)
+}
+
+/// Polls `check` until it returns `Some` or `timeout` passes (never a bare sleep).
+pub async fn eventually<T, F, Fut>(timeout: Duration, mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The `data` values of popped messages.
+pub fn payloads(messages: &[Value]) -> Vec<Value> {
+    messages.iter().map(|m| m["data"].clone()).collect()
+}
