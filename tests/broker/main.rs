@@ -3,5 +3,6 @@
 
 mod support;
 
+mod binary;
 mod concurrency;
 mod harness;

@@ -1,0 +1,96 @@
+//! The real `queen` binary, started as a newcomer would start it: no database settings, so
+//! it creates and runs its own PostgreSQL; it serves, then stops cleanly on SIGTERM and
+//! takes its PostgreSQL down with it.
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::eventually;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// With no database configured the binary runs on its embedded PostgreSQL, serves a push
+/// and a pop, and on SIGTERM exits 0 and stops the PostgreSQL it started.
+#[actix_rt::test]
+async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
+    // Arrange: a data folder the unprivileged postgres user can traverse.
+    let dir = tempfile::Builder::new()
+        .prefix("queen-bin-")
+        .tempdir_in("/tmp")
+        .expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data_dir = dir.path().join("data");
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_queen"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PORT", port.to_string())
+        .env("QUEEN_DATA_DIR", &data_dir)
+        .env("QUEEN_EMBEDDED_PG_PORT", free_port().to_string())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the queen binary");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+
+    // Act: wait for health, push, pop.
+    let healthy = eventually(Duration::from_secs(90), || {
+        let (http, url) = (http.clone(), format!("{base}/health"));
+        async move {
+            let r = http.get(url).send().await.ok()?;
+            r.status().is_success().then_some(())
+        }
+    })
+    .await;
+    assert!(healthy.is_some(), "the binary never became healthy");
+    let pushed = http
+        .post(format!("{base}/api/v1/push"))
+        .json(&json!({"items": [{"queue": "smoke", "payload": {"hello": "world"}}]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(pushed.status().is_success());
+    let popped: serde_json::Value = http
+        .get(format!("{base}/api/v1/pop/queue/smoke?autoAck=true"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(popped["messages"][0]["data"], json!({"hello": "world"}));
+    let pid_file = data_dir.join("pgdata").join("postmaster.pid");
+    assert!(
+        pid_file.exists(),
+        "the embedded PostgreSQL is not where it should be"
+    );
+
+    // Assert: SIGTERM stops the broker cleanly and its PostgreSQL with it.
+    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let status = eventually(Duration::from_secs(60), || {
+        let status = child.try_wait().expect("poll the child");
+        async move { status }
+    })
+    .await;
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("the binary did not stop within 60 s of SIGTERM");
+    };
+    assert!(status.success(), "the binary exited with {status}");
+    assert!(
+        !pid_file.exists(),
+        "the embedded PostgreSQL was left running after the broker stopped"
+    );
+}
