@@ -8,14 +8,17 @@
 --   against the live lease). Statuses:
 --     completed | success  the message is done;
 --     dlq                  filed in queen.dead_letters now, then done;
---     failed               one retry charged; beyond the queue's retry_limit it is filed in
---                          queen.dead_letters and done, otherwise the partition rewinds to it;
+--     failed               one retry charged; the lease is released and the partition
+--                          rewinds to it, or, beyond the queue's retry_limit, it is filed in
+--                          queen.dead_letters and the partition rewinds to the next one;
 --     retry                rewinds to it without charging a retry.
 --   The cursor moves to the longest done prefix of the lease span (a whole-batch ack is one
 --   positional advance to batch_end); out-of-order completions wait in acked_ahead. A rewind
 --   releases the lease and makes every later item of the call a no-op (they come again);
 --   a lease whose every delivered message is done is released at once.
---   Rows: (idx, success, error, lease_released, dlq), one per item.
+--   Rows: (idx, success, error, lease_released, dlq, queue_name, partition_name,
+--   pending_after), one per
+--   item; pending_after = messages left beyond the new cursor (what an ack-promote needs).
 
 CREATE OR REPLACE FUNCTION queen.log_ack_v1(
     p_pid      bigint,
@@ -30,7 +33,10 @@ CREATE OR REPLACE FUNCTION queen.log_ack_v1(
     success        boolean,
     error          text,
     lease_released boolean,
-    dlq            boolean
+    dlq            boolean,
+    queue_name     text,
+    partition_name text,
+    pending_after  bigint
 ) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
@@ -38,6 +44,9 @@ DECLARE
     v_n           integer := coalesce(cardinality(p_txn_ids), 0);
     v_c           record;
     v_retry_limit integer;
+    v_qname       text;
+    v_pname       text;
+    v_last        bigint;
     v_offs        bigint[];
     v_ok          boolean[];
     v_err         text[];
@@ -70,13 +79,15 @@ BEGIN
        OR (coalesce(p_lease, '') <> '' AND p_lease <> v_c.worker_id) THEN
         FOR i IN 1 .. v_n LOOP
             idx := i; success := false; error := 'Invalid or expired lease';
-            lease_released := false; dlq := false;
+            lease_released := false; dlq := false; queue_name := NULL; partition_name := NULL;
+            pending_after := NULL;
             RETURN NEXT;
         END LOOP;
         RETURN;
     END IF;
 
-    SELECT q.retry_limit INTO v_retry_limit
+    SELECT q.retry_limit, q.name, p.name, p.last_offset
+    INTO v_retry_limit, v_qname, v_pname, v_last
     FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
     WHERE p.id = p_pid;
 
@@ -122,8 +133,11 @@ BEGIN
             v_fail_off := v_offs[i];
             v_fail_count := v_count;
             IF v_count > v_retry_limit THEN
+                -- Retries spent: dead-letter it and move past it, but still release the
+                -- lease, since the client expects the rest of the batch to come again.
                 v_done := v_done || v_offs[i];
                 v_dlq[i] := true;
+                v_rewind := v_offs[i] + 1;
             ELSE
                 v_rewind := v_offs[i];
             END IF;
@@ -194,6 +208,9 @@ BEGIN
         error := v_err[i];
         lease_released := v_release AND v_ok[i];
         dlq := v_dlq[i];
+        queue_name := v_qname;
+        partition_name := v_pname;
+        pending_after := greatest(v_last - v_new, 0);
         RETURN NEXT;
     END LOOP;
 END;
