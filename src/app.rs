@@ -1,20 +1,28 @@
-//! Wiring only: start or connect to PostgreSQL, build the pool, apply the schema, serve
-//! HTTP, and hand back a handle with the bound address and a stop function.
+//! Wiring only: start or connect to PostgreSQL, build the pool, apply the schema, start the
+//! group actors' arbiter and the maintenance refresher, serve HTTP, and hand back a handle
+//! with the bound address and a stop function.
 
 use std::net::{SocketAddr, TcpListener};
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix::Arbiter;
 use actix_web::dev::ServerHandle;
 use actix_web::middleware::{NormalizePath, TrailingSlash};
 use actix_web::{web, App as ActixApp, HttpServer};
 use tracing::info;
 
+use crate::actors::registry::Registry;
+use crate::broker::Broker;
 use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
 use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError};
 use crate::http::{routes, AppState};
+use crate::limiter::Limiter;
+use crate::maintenance;
+use crate::metrics::Metrics;
 
 /// Name of the database the broker uses inside its embedded cluster.
 const EMBEDDED_DATABASE: &str = "queen";
@@ -48,6 +56,8 @@ pub struct App {
     http_addr: SocketAddr,
     server: ServerHandle,
     server_task: tokio::task::JoinHandle<std::io::Result<()>>,
+    refresher: tokio::task::JoinHandle<()>,
+    actors: Arbiter,
     embedded: Option<EmbeddedPostgres>,
 }
 
@@ -62,6 +72,8 @@ impl App {
     pub async fn stop(self) {
         self.server.stop(true).await;
         let _ = self.server_task.await;
+        self.refresher.abort();
+        self.actors.stop();
         if let Some(mut pg) = self.embedded {
             let stopped = tokio::task::spawn_blocking(move || pg.stop()).await;
             if let Ok(Err(error)) = stopped {
@@ -87,9 +99,26 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         schema::install(conn.client()).await?;
     }
 
-    let state = AppState {
+    let metrics = Arc::new(Metrics::default());
+    let actors = Arbiter::new();
+    let registry = Registry::new(
+        actors.handle(),
+        metrics.clone(),
+        config.pop.hotlist,
+        config.pop.reseed_every,
+    );
+    let pool_size = config.database.pool_size as usize;
+    let broker = Arc::new(Broker {
         db,
+        limiter: Limiter::new(pool_size, 2.min(pool_size), pool_size),
+        registry,
+        metrics,
+        maintenance: AtomicBool::new(false),
         config: Arc::new(config.clone()),
+    });
+    let refresher = maintenance::spawn_refresher(broker.clone());
+    let state = AppState {
+        broker: broker.clone(),
     };
     let http_addr = listener.local_addr().map_err(StartupError::Http)?;
     let server = HttpServer::new(move || {
@@ -111,6 +140,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         http_addr,
         server: handle,
         server_task,
+        refresher,
+        actors,
         embedded,
     })
 }

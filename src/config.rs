@@ -143,6 +143,13 @@ pub struct PopConfig {
     pub backoff_multiplier: f64,
     /// `POP_WAIT_MAX_INTERVAL_MS` (default 1000).
     pub wait_max: Duration,
+    /// `QUEEN_HOTLIST`: candidates from the group actors' hot-list rings (default on);
+    /// `0`/`false`/`off` selects the legacy SQL candidate scan.
+    pub hotlist: bool,
+    /// `QUEEN_HOTLIST_RESEED_MS`: how often a group actor refreshes its ring and the queue's
+    /// deferral settings from SQL (default 5000). It bounds how long a push that reached no
+    /// actor of this node (another node's push without a mesh) waits for a ring.
+    pub reseed_every: Duration,
 }
 
 /// Push encoding.
@@ -199,6 +206,22 @@ impl Config {
                 backoff_threshold: vars.parse("POP_WAIT_BACKOFF_THRESHOLD", 3, "a whole number")?,
                 backoff_multiplier: vars.parse("POP_WAIT_BACKOFF_MULTIPLIER", 2.0, "a number")?,
                 wait_max: vars.millis("POP_WAIT_MAX_INTERVAL_MS", 1_000)?,
+                hotlist: match vars
+                    .get("QUEEN_HOTLIST")
+                    .map(str::to_ascii_lowercase)
+                    .as_deref()
+                {
+                    None | Some("1" | "true" | "on") => true,
+                    Some("0" | "false" | "off") => false,
+                    Some(other) => {
+                        return Err(ConfigError::Invalid {
+                            name: "QUEEN_HOTLIST",
+                            value: other.to_owned(),
+                            rule: "1/true/on or 0/false/off",
+                        })
+                    }
+                },
+                reseed_every: vars.millis("QUEEN_HOTLIST_RESEED_MS", 5_000)?,
             },
             push: PushConfig {
                 zstd_level: vars.parse("QUEEN_ZSTD_LEVEL", 1, "a zstd level (1-19)")?,

@@ -33,12 +33,17 @@
 
 #![warn(missing_docs)]
 
+pub mod actors;
 pub mod app;
+pub mod broker;
 pub mod config;
 pub mod db;
 pub mod domain;
 pub mod http;
+pub mod limiter;
 pub mod log;
+pub mod maintenance;
+pub mod metrics;
 pub mod segment;
 pub mod shutdown;
 pub mod telemetry;

@@ -2,7 +2,8 @@
 
 use super::{DbError, PgConn};
 
-const LOG_ACK: &str = "SELECT idx, success, error, lease_released, dlq
+const LOG_ACK: &str =
+    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
      FROM queen.log_ack_v1($1, $2, $3, $4, $5, $6, $7)";
 
 /// One acknowledgement for a message of the partition.
@@ -29,6 +30,12 @@ pub struct AckVerdict {
     pub lease_released: bool,
     /// The message went to the dead-letter queue.
     pub dlq: bool,
+    /// The partition's queue (known when the lease was live).
+    pub queue: Option<String>,
+    /// The partition's name (known when the lease was live).
+    pub partition: Option<String>,
+    /// Messages left in the partition beyond the group's cursor after this call.
+    pub pending_after: i64,
 }
 
 /// Acknowledges items of one (partition, group) under `lease` (empty: the live lease).
@@ -69,6 +76,9 @@ pub async fn ack_partition(
             error: Some("Message not found".to_owned()),
             lease_released: false,
             dlq: false,
+            queue: None,
+            partition: None,
+            pending_after: 0,
         };
         items.len()
     ];
@@ -83,6 +93,9 @@ pub async fn ack_partition(
                 error: row.get(2),
                 lease_released: row.get(3),
                 dlq: row.get(4),
+                queue: row.get(5),
+                partition: row.get(6),
+                pending_after: row.get::<_, Option<i64>>(7).unwrap_or(0),
             };
         }
     }

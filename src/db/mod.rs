@@ -14,6 +14,7 @@ pub mod pop;
 pub mod push;
 pub mod queues;
 pub mod schema;
+pub mod system;
 
 pub use error::DbError;
 pub use pool::{Db, PgConn};

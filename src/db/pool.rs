@@ -6,6 +6,8 @@
 //! connection also caches its prepared statements so the hot path pays one round trip.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_postgres::{Client, NoTls, Statement};
@@ -57,6 +59,16 @@ impl PgConn {
 /// Opens connections for bb8.
 pub struct Manager {
     config: tokio_postgres::Config,
+    stats: Arc<PoolStats>,
+}
+
+/// Pool counters, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    /// Connections ever checked out.
+    pub checkouts: AtomicU64,
+    /// Connections dropped instead of reused (statement timeout, lost connection).
+    pub quarantined: AtomicU64,
 }
 
 impl bb8::ManageConnection for Manager {
@@ -82,7 +94,11 @@ impl bb8::ManageConnection for Manager {
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
-        conn.quarantined || conn.client.is_closed()
+        let broken = conn.quarantined || conn.client.is_closed();
+        if broken {
+            self.stats.quarantined.fetch_add(1, Ordering::Relaxed);
+        }
+        broken
     }
 }
 
@@ -90,6 +106,7 @@ impl bb8::ManageConnection for Manager {
 #[derive(Clone)]
 pub struct Db {
     pool: bb8::Pool<Manager>,
+    stats: Arc<PoolStats>,
 }
 
 /// A connection checked out of the pool; returned when dropped.
@@ -107,24 +124,34 @@ impl Db {
             "-c statement_timeout={} -c application_name=queen",
             statement_timeout.as_millis()
         ));
+        let stats = Arc::new(PoolStats::default());
         let pool = bb8::Pool::builder()
             .max_size(size)
             .connection_timeout(checkout_timeout)
             .test_on_check_out(false)
-            .build(Manager { config })
+            .build(Manager {
+                config,
+                stats: stats.clone(),
+            })
             .await
             .map_err(DbError::Connect)?;
-        let db = Db { pool };
+        let db = Db { pool, stats };
         drop(db.conn().await?);
         Ok(db)
     }
 
     /// Checks out a connection; waits at most the pool timeout.
     pub async fn conn(&self) -> Result<Conn<'_>, DbError> {
+        self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
         self.pool.get().await.map_err(|e| match e {
             bb8::RunError::TimedOut => DbError::PoolExhausted,
             bb8::RunError::User(e) => DbError::Connect(e),
         })
+    }
+
+    /// The pool's counters.
+    pub fn stats(&self) -> &PoolStats {
+        &self.stats
     }
 
     /// Connections open and idle right now (for health and metrics).

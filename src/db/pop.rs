@@ -18,6 +18,13 @@ const POP_DISCOVER: &str = "SELECT queue_name, partition_name, partition_id, del
      claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
      blob FROM queen.log_pop_discover_wire_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const HAS_PENDING: &str = "SELECT queen.log_has_pending_v1($1, $2, $3)";
+const POP_LIST: &str = "SELECT verdict, retry_at, pending_after, queue_name, partition_name, \
+     partition_id, delivery_attempt, claim_start, claim_end, base_offset, start_idx, take, \
+     msg_count, created_at, codec, producer, blob \
+     FROM queen.log_pop_list_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+const PENDING: &str = "SELECT registered, window_buffer, delayed_processing, min_pop_wait_time, \
+     partition_id, partition_name, lease_expires_at \
+     FROM queen.log_pending_partitions_v1($1, $2, $3, $4)";
 
 /// Which partitions a pop may claim from.
 #[derive(Debug, Clone)]
@@ -213,4 +220,126 @@ pub async fn has_pending(
         .map_err(|e| DbError::query("log_has_pending_v1", e));
     let row = row.map_err(|e| conn.note(e))?;
     Ok(row.get(0))
+}
+
+/// What `log_pop_list_v1` said about one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateVerdict {
+    /// The candidate's id.
+    pub partition_id: i64,
+    /// claimed, drained, leased, window, delayed, busy or skipped.
+    pub verdict: String,
+    /// When to look again (lease expiry, end of a hold).
+    pub retry_at: Option<DateTime<Utc>>,
+    /// Messages left beyond a claim, or pending when held.
+    pub pending_after: i64,
+}
+
+/// `queen.log_pop_list_v1`: claims from candidate partition ids in order; returns the
+/// claimed slices and one verdict per candidate.
+pub async fn claim_list(
+    conn: &mut PgConn,
+    queue: &str,
+    p: &ClaimParams<'_>,
+    candidates: &[i64],
+    skip_window: bool,
+) -> Result<(Vec<ClaimedSlice>, Vec<CandidateVerdict>), DbError> {
+    let worker = (!p.auto_ack).then_some(p.worker);
+    let st = conn.statement("log_pop_list_v1", POP_LIST).await?;
+    let rows = conn
+        .client()
+        .query(
+            &st,
+            &[
+                &p.tenant,
+                &queue,
+                &p.group,
+                &worker,
+                &p.batch,
+                &p.partitions,
+                &p.lease_seconds,
+                &p.auto_ack,
+                &p.subscription_mode,
+                &p.subscription_from,
+                &candidates,
+                &skip_window,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("log_pop_list_v1", e));
+    let rows = rows.map_err(|e| conn.note(e))?;
+    let mut slices = Vec::new();
+    let mut verdicts = Vec::new();
+    for row in rows {
+        let verdict: String = row.get(0);
+        if verdict == "row" {
+            slices.push(ClaimedSlice {
+                queue: row.get(3),
+                partition: row.get(4),
+                partition_id: row.get(5),
+                delivery_attempt: row.get(6),
+                claim_start: row.get(7),
+                claim_end: row.get(8),
+                base_offset: row.get(9),
+                start_idx: row.get(10),
+                take: row.get(11),
+                msg_count: row.get(12),
+                created_at: row.get(13),
+                codec: row.get(14),
+                producer: row.get(15),
+                blob: row.get(16),
+            });
+        } else {
+            verdicts.push(CandidateVerdict {
+                partition_id: row.get(5),
+                verdict,
+                retry_at: row.get(1),
+                pending_after: row.get::<_, Option<i64>>(2).unwrap_or(0),
+            });
+        }
+    }
+    Ok((slices, verdicts))
+}
+
+/// What the hot-list reseed learns from `queen.log_pending_partitions_v1`.
+#[derive(Debug, Clone, Default)]
+pub struct PendingPartitions {
+    /// The group has met the queue (its first-contact seed exists).
+    pub registered: bool,
+    /// windowBuffer, seconds.
+    pub window_buffer: i32,
+    /// delayedProcessing, seconds.
+    pub delayed_processing: i32,
+    /// min_pop_wait_time, ms.
+    pub min_pop_wait_ms: i32,
+    /// (id, name, live lease expiry) of partitions that may hold messages.
+    pub partitions: Vec<(i64, String, Option<DateTime<Utc>>)>,
+}
+
+/// `queen.log_pending_partitions_v1`: the ring's reseed and the queue's deferral settings.
+pub async fn pending_partitions(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: &str,
+    group: &str,
+    limit: i32,
+) -> Result<PendingPartitions, DbError> {
+    let st = conn.statement("log_pending_partitions_v1", PENDING).await?;
+    let rows = conn
+        .client()
+        .query(&st, &[&tenant, &queue, &group, &limit])
+        .await
+        .map_err(|e| DbError::query("log_pending_partitions_v1", e));
+    let rows = rows.map_err(|e| conn.note(e))?;
+    let mut out = PendingPartitions::default();
+    for row in rows {
+        out.registered = row.get(0);
+        out.window_buffer = row.get(1);
+        out.delayed_processing = row.get(2);
+        out.min_pop_wait_ms = row.get(3);
+        if let Some(id) = row.get::<_, Option<i64>>(4) {
+            out.partitions.push((id, row.get(5), row.get(6)));
+        }
+    }
+    Ok(out)
 }

@@ -46,6 +46,18 @@ pub const FILES: &[(&str, &str)] = &[
         "010_configure_queue.sql",
         include_str!("../../sql/010_configure_queue.sql"),
     ),
+    (
+        "011_log_pop_list.sql",
+        include_str!("../../sql/011_log_pop_list.sql"),
+    ),
+    (
+        "012_log_pending_partitions.sql",
+        include_str!("../../sql/012_log_pending_partitions.sql"),
+    ),
+    (
+        "013_system_state.sql",
+        include_str!("../../sql/013_system_state.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

@@ -1,7 +1,7 @@
 //! `POST /api/v1/ack` and `POST /api/v1/ack/batch`: HTTP 200 with one verdict per ack, even
 //! when refused; 400 only for a malformed request.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -30,21 +30,23 @@ struct RawBatch {
 /// `POST /api/v1/ack`: one message.
 pub async fn ack_one(
     state: web::Data<AppState>,
+    req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let raw: RawAck = parse_json(&body)?;
     let group = group_of(raw.consumer_group.as_ref())?;
     let item = validate(raw, "")?;
-    answer(&state, &group, vec![item]).await
+    answer(&state, &req, &group, vec![item]).await
 }
 
 /// `POST /api/v1/ack/batch`: many messages, possibly of several partitions.
 pub async fn ack_batch(
     state: web::Data<AppState>,
+    req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let raw: RawBatch = parse_json(&body)?;
     let group = group_of(raw.consumer_group.as_ref())?;
     let entries = raw
@@ -55,15 +57,16 @@ pub async fn ack_batch(
         .enumerate()
         .map(|(i, a)| validate(a, &format!("acknowledgments[{i}].")))
         .collect::<Result<Vec<_>, _>>()?;
-    answer(&state, &group, items).await
+    answer(&state, &req, &group, items).await
 }
 
 async fn answer(
     state: &AppState,
+    req: &HttpRequest,
     group: &ConsumerGroup,
     items: Vec<Ack>,
 ) -> Result<HttpResponse, ApiError> {
-    let verdicts = ack(&state.db, group, &items).await?;
+    let verdicts = ack(&state.broker, &state.tenant(req), group, &items).await?;
     let body: Vec<Value> = items
         .iter()
         .zip(verdicts)

@@ -1,10 +1,13 @@
 //! `POST /api/v1/configure`: create or update a queue (an upsert of its options).
 
+use std::sync::atomic::Ordering;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{parse_json, read_body, ApiError, AppState};
+use crate::broker::MIN_POP_WAIT_IN_USE;
 use crate::db::queues::configure as store;
 use crate::domain::{QueueName, QueueOptions};
 
@@ -22,7 +25,7 @@ pub async fn configure(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let raw: RawConfigure = parse_json(&body)?;
     let queue = match raw.queue {
         Some(Value::String(q)) => {
@@ -39,7 +42,7 @@ pub async fn configure(
     let options = QueueOptions::parse(raw.options.as_ref())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
 
-    let mut conn = state.db.conn().await?;
+    let mut conn = state.broker.db.conn().await?;
     let stored = store(
         &mut conn,
         state.tenant(&req).as_str(),
@@ -49,6 +52,17 @@ pub async fn configure(
         &options.to_sql_json(),
     )
     .await?;
+    drop(conn);
+    let tenant = state.tenant(&req);
+    state.broker.registry.config_changed(&tenant, &queue);
+    if stored
+        .effective
+        .get("min_pop_wait_time")
+        .and_then(Value::as_i64)
+        .is_some_and(|ms| ms > 0)
+    {
+        MIN_POP_WAIT_IN_USE.store(true, Ordering::Relaxed);
+    }
     Ok(HttpResponse::Ok().json(json!({
         "configured": true,
         "queue": queue.as_str(),

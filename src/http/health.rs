@@ -9,11 +9,11 @@ use crate::db::queues::ping;
 
 /// The handler.
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
-    let result = match state.db.conn().await {
+    let result = match state.broker.db.conn().await {
         Ok(mut conn) => ping(&mut conn).await,
         Err(e) => Err(e),
     };
-    let (connections, idle) = state.db.state();
+    let (connections, idle) = state.broker.db.state();
     match result {
         Ok(()) => HttpResponse::Ok().json(json!({
             "status": "healthy",

@@ -17,9 +17,9 @@ pub async fn extend(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let lease_id = path.into_inner();
-    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let seconds = requested_seconds(&body)?;
-    let mut conn = state.db.conn().await?;
+    let mut conn = state.broker.db.conn().await?;
     let (renewed, expires_at) = extend_lease(&mut conn, &lease_id, seconds).await?;
     let expires = expires_at.map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
     let success = renewed > 0;

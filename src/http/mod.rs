@@ -8,9 +8,11 @@ pub mod configure;
 pub mod error;
 pub mod health;
 pub mod lease;
+pub mod metrics;
 pub mod pop;
 pub mod push;
 pub mod query;
+pub mod system;
 
 use std::sync::Arc;
 
@@ -18,18 +20,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
-use crate::config::Config;
-use crate::db::Db;
+use crate::broker::Broker;
 use crate::domain::Tenant;
 pub use error::ApiError;
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
-    /// The database pool.
-    pub db: Db,
-    /// The effective configuration.
-    pub config: Arc<Config>,
+    /// The broker's shared parts.
+    pub broker: Arc<Broker>,
 }
 
 impl AppState {
@@ -84,6 +83,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/configure")
             .route(web::post().to(configure::configure))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/metrics")
+            .route(web::get().to(metrics::metrics))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/system/maintenance")
+            .route(web::get().to(system::get_maintenance))
+            .route(web::post().to(system::set_maintenance))
+            .route(web::put().to(system::set_maintenance))
             .default_service(web::to(method_not_allowed)),
     )
     .default_service(web::to(no_route));

@@ -70,8 +70,8 @@ async fn serve(
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
-    let request = parse_request(&query, scope, state.config.pop.default_timeout)?;
-    let delivery = pop(&state.db, &state.tenant(req), &request, &state.config.pop).await?;
+    let request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    let delivery = pop(&state.broker, &state.tenant(req), &request).await?;
     match delivery {
         None => Ok(HttpResponse::NoContent().finish()),
         Some(delivery) => {

@@ -35,7 +35,7 @@ pub async fn push(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.config.http.max_body_bytes).await?;
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     if body.starts_with(b"QPB1") || body.starts_with(b"QTB1") {
         return Err(ApiError::bad_request(
             "binary push bodies are not supported by this broker yet; send JSON",
@@ -50,10 +50,10 @@ pub async fn push(
         .collect::<Result<Vec<_>, _>>()?;
 
     let outcomes = store(
-        &state.db,
+        &state.broker,
         &state.tenant(&req),
         &items,
-        state.config.push.zstd_level,
+        state.broker.config.push.zstd_level,
     )
     .await?;
 

@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 
 use tracing::instrument;
 
+use crate::actors::ring::PartitionRef;
+use crate::actors::GroupKey;
+use crate::broker::Broker;
 use crate::db::ack::{ack_partition, AckItem, AckVerdict};
-use crate::db::{Db, DbError};
-use crate::domain::ConsumerGroup;
+use crate::db::DbError;
+use crate::domain::{ConsumerGroup, QueueName, Tenant};
 
 /// One acknowledgement as a client sends it.
 #[derive(Debug, Clone)]
@@ -26,9 +29,16 @@ pub struct Ack {
     pub lease_id: String,
 }
 
-/// Applies `acks` for `group` and answers one verdict per ack, in order.
+/// Applies `acks` for `group` and answers one verdict per ack, in order. A partition whose
+/// lease this released while it still holds messages goes back to the group's ring at once
+/// (an ack-promote), waking parked pops.
 #[instrument(skip_all, fields(consumer_group = group.as_str(), batch_size = acks.len()))]
-pub async fn ack(db: &Db, group: &ConsumerGroup, acks: &[Ack]) -> Result<Vec<AckVerdict>, DbError> {
+pub async fn ack(
+    broker: &Broker,
+    tenant: &Tenant,
+    group: &ConsumerGroup,
+    acks: &[Ack],
+) -> Result<Vec<AckVerdict>, DbError> {
     let mut groups: BTreeMap<(i64, &str), Vec<usize>> = BTreeMap::new();
     for (i, a) in acks.iter().enumerate() {
         groups
@@ -37,7 +47,7 @@ pub async fn ack(db: &Db, group: &ConsumerGroup, acks: &[Ack]) -> Result<Vec<Ack
             .push(i);
     }
     let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
-    let mut conn = db.conn().await?;
+    let mut conn = broker.db.conn().await?;
     for ((partition_id, lease), indices) in groups {
         let items: Vec<AckItem> = indices
             .iter()
@@ -49,6 +59,7 @@ pub async fn ack(db: &Db, group: &ConsumerGroup, acks: &[Ack]) -> Result<Vec<Ack
             })
             .collect();
         let answers = ack_partition(&mut conn, partition_id, group.as_str(), lease, &items).await?;
+        promote(broker, tenant, group, partition_id, &answers);
         for (i, verdict) in indices.into_iter().zip(answers) {
             verdicts[i] = Some(verdict);
         }
@@ -57,4 +68,37 @@ pub async fn ack(db: &Db, group: &ConsumerGroup, acks: &[Ack]) -> Result<Vec<Ack
         .into_iter()
         .map(|v| v.expect("every ack belongs to one group"))
         .collect())
+}
+
+fn promote(
+    broker: &Broker,
+    tenant: &Tenant,
+    group: &ConsumerGroup,
+    partition_id: i64,
+    answers: &[AckVerdict],
+) {
+    let Some(released) = answers.iter().find(|v| v.lease_released) else {
+        return;
+    };
+    let (Some(queue), Some(partition)) = (&released.queue, &released.partition) else {
+        return;
+    };
+    if released.pending_after <= 0 {
+        return;
+    }
+    let Ok(queue) = QueueName::parse(queue.as_str()) else {
+        return;
+    };
+    let key = GroupKey {
+        tenant: tenant.clone(),
+        queue,
+        group: group.clone(),
+    };
+    broker.registry.ack_released(
+        &key,
+        PartitionRef {
+            id: partition_id,
+            name: partition.as_str().into(),
+        },
+    );
 }

@@ -1,20 +1,31 @@
-//! Pop: one claim, or, with `wait`, repeated claims on the seed's bounded backoff until
-//! something arrives or the deadline passes.
+//! Pop: ask the group actor for a plan, do the database work it calls for (with a limiter
+//! permit and a pooled connection, released before any wait), and with `wait=true` park on
+//! the group's wake gate under the seed's bounded backoff until something arrives or the
+//! deadline passes.
 //!
-//! A pooled connection is held only for the claim itself; between attempts the pop holds
-//! nothing. (The wake-driven long-poll of the group actors replaces the fixed schedule here
-//! with wakes; the backoff stays as the correctness floor.)
+//! The order is the seed's: the actor's in-memory check first (an empty ring answers empty
+//! with no permit and no connection), then a permit and a connection, then SQL.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use actix::MailboxError;
 use chrono::{DateTime, Utc};
+use tokio::sync::oneshot;
 use tracing::instrument;
 use uuid::Uuid;
 
+use crate::actors::group::{Park, PlanPop, PopPlan, WildcardDone};
+use crate::actors::wake_gate::WakeSource;
+use crate::actors::GroupKey;
+use crate::broker::{Broker, MIN_POP_WAIT_IN_USE};
 use crate::config::PopConfig;
 use crate::db::pop::{claim, ClaimParams, ClaimedSlice, PopScope};
-use crate::db::{Db, DbError};
+use crate::db::DbError;
 use crate::domain::{ConsumerGroup, PartitionName, QueueName, Tenant};
+use crate::metrics::Metrics;
+
+mod hotlist;
 
 /// Which partitions a pop may claim from (validated names).
 #[derive(Debug, Clone)]
@@ -75,72 +86,251 @@ pub struct Delivery {
     pub slices: Vec<ClaimedSlice>,
 }
 
-/// Runs a pop; `None` means nothing to deliver before the deadline.
-#[instrument(skip_all, fields(consumer_group = req.group.as_str(), batch_size = req.batch))]
-pub async fn pop(
-    db: &Db,
-    tenant: &Tenant,
-    req: &PopRequest,
-    backoff: &PopConfig,
-) -> Result<Option<Delivery>, DbError> {
-    let deadline = Instant::now() + req.timeout;
-    let worker = if req.auto_ack {
-        String::new()
-    } else {
-        Uuid::now_v7().to_string()
-    };
-    let mut attempt = 0u32;
-    loop {
-        let slices = claim_once(db, tenant, req, &worker).await?;
-        if !slices.is_empty() {
-            return Ok(Some(Delivery {
-                lease_id: worker,
-                slices,
-            }));
+/// One pop in progress: the request, its lease id and its deadline.
+struct Pop<'a> {
+    broker: &'a Broker,
+    tenant: &'a Tenant,
+    req: &'a PopRequest,
+    worker: String,
+    deadline: Instant,
+}
+
+impl Pop<'_> {
+    fn params(&self) -> ClaimParams<'_> {
+        ClaimParams {
+            tenant: self.tenant.as_str(),
+            group: self.req.group.as_str(),
+            worker: &self.worker,
+            batch: i32::try_from(self.req.batch).unwrap_or(i32::MAX),
+            partitions: i32::try_from(self.req.partitions).unwrap_or(i32::MAX),
+            lease_seconds: self.req.lease_seconds,
+            auto_ack: self.req.auto_ack,
+            subscription_mode: match self.req.subscription_mode {
+                SubscriptionMode::All => "all",
+                SubscriptionMode::New => "new",
+            },
+            subscription_from: self.req.subscription_from,
         }
+    }
+
+    /// One SQL claim through the wildcard, specific or discover procedure.
+    async fn claim(&self, scope: &PopScope<'_>) -> Result<Vec<ClaimedSlice>, DbError> {
+        let metrics = &self.broker.metrics;
+        Metrics::bump(match scope {
+            PopScope::Wildcard { .. } => &metrics.sql_wildcard,
+            PopScope::Specific { .. } => &metrics.sql_specific,
+            PopScope::Discover { .. } => &metrics.sql_discover,
+        });
+        let _permit = self.broker.permit().await?;
+        let mut conn = self.broker.db.conn().await?;
+        claim(&mut conn, scope, &self.params()).await
+    }
+
+    fn delivery(&self, slices: Vec<ClaimedSlice>) -> Option<Delivery> {
+        (!slices.is_empty()).then(|| Delivery {
+            lease_id: self.worker.clone(),
+            slices,
+        })
+    }
+
+    fn time_left(&self) -> Option<Duration> {
         let now = Instant::now();
-        if !req.wait || now >= deadline {
-            return Ok(None);
-        }
-        attempt += 1;
-        let pause = wait_interval(attempt, backoff).min(deadline - now);
-        tokio::time::sleep(pause).await;
+        (self.req.wait && now < self.deadline).then(|| self.deadline - now)
+    }
+
+    /// Waits for a wake or one backoff interval (whichever comes first), holding nothing.
+    /// Returns true when woken, which resets the backoff.
+    async fn park(&self, gate: Option<oneshot::Receiver<WakeSource>>, attempt: u32) -> bool {
+        let Some(left) = self.time_left() else {
+            return false;
+        };
+        let pause = wait_interval(attempt, &self.broker.config.pop).min(left);
+        let parked = &self.broker.metrics.parked;
+        parked.fetch_add(1, Ordering::Relaxed);
+        let woke = match gate {
+            Some(gate) => matches!(tokio::time::timeout(pause, gate).await, Ok(Ok(_))),
+            None => {
+                tokio::time::sleep(pause).await;
+                false
+            }
+        };
+        parked.fetch_sub(1, Ordering::Relaxed);
+        woke
     }
 }
 
-async fn claim_once(
-    db: &Db,
+/// Runs a pop; `None` means nothing to deliver before the deadline.
+#[instrument(skip_all, fields(consumer_group = req.group.as_str(), batch_size = req.batch))]
+pub async fn pop(
+    broker: &Broker,
     tenant: &Tenant,
     req: &PopRequest,
-    worker: &str,
-) -> Result<Vec<ClaimedSlice>, DbError> {
-    let scope = match &req.scope {
-        Scope::Queue(q) => PopScope::Wildcard { queue: q.as_str() },
-        Scope::Partition(q, p) => PopScope::Specific {
-            queue: q.as_str(),
-            partition: p.as_str(),
+) -> Result<Option<Delivery>, DbError> {
+    if broker.in_maintenance() {
+        Metrics::bump(&broker.metrics.pops_maintenance);
+        return Ok(None);
+    }
+    let pop = Pop {
+        broker,
+        tenant,
+        req,
+        worker: if req.auto_ack {
+            String::new()
+        } else {
+            Uuid::now_v7().to_string()
         },
-        Scope::Discover { namespace, task } => PopScope::Discover {
-            namespace: namespace.as_deref(),
-            task: task.as_deref(),
-        },
+        deadline: Instant::now() + req.timeout,
     };
-    let params = ClaimParams {
-        tenant: tenant.as_str(),
-        group: req.group.as_str(),
-        worker,
-        batch: i32::try_from(req.batch).unwrap_or(i32::MAX),
-        partitions: i32::try_from(req.partitions).unwrap_or(i32::MAX),
-        lease_seconds: req.lease_seconds,
-        auto_ack: req.auto_ack,
-        subscription_mode: match req.subscription_mode {
-            SubscriptionMode::All => "all",
-            SubscriptionMode::New => "new",
-        },
-        subscription_from: req.subscription_from,
+    match &req.scope {
+        Scope::Queue(queue) => serve_queue(&pop, queue).await,
+        Scope::Partition(queue, partition) => serve_partition(&pop, queue, partition).await,
+        Scope::Discover { namespace, task } => {
+            let scope = PopScope::Discover {
+                namespace: namespace.as_deref(),
+                task: task.as_deref(),
+            };
+            let mut attempt = 0;
+            loop {
+                if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
+                    return Ok(Some(d));
+                }
+                attempt += 1;
+                if pop.time_left().is_none() {
+                    return Ok(None);
+                }
+                pop.park(None, attempt).await;
+            }
+        }
+    }
+}
+
+/// A named partition: a targeted SQL claim; the group's wake gate (the queue's pushes)
+/// shortens the wait.
+async fn serve_partition(
+    pop: &Pop<'_>,
+    queue: &QueueName,
+    partition: &PartitionName,
+) -> Result<Option<Delivery>, DbError> {
+    let scope = PopScope::Specific {
+        queue: queue.as_str(),
+        partition: partition.as_str(),
     };
-    let mut conn = db.conn().await?;
-    claim(&mut conn, &scope, &params).await
+    let key = group_key(pop, queue);
+    let mut attempt = 0;
+    loop {
+        if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
+            return Ok(Some(d));
+        }
+        if pop.time_left().is_none() {
+            return Ok(None);
+        }
+        let gate = pop.broker.registry.group(&key).send(Park).await.ok();
+        attempt = if pop.park(gate, attempt).await {
+            0
+        } else {
+            attempt + 1
+        };
+    }
+}
+
+/// Any partition of a queue: planned by the group actor.
+async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery>, DbError> {
+    let key = group_key(pop, queue);
+    let mut attempt = 0u32;
+    let mut hold_until: Option<Instant> = None;
+    loop {
+        let plan = plan(pop, &key).await;
+        let gate = match plan {
+            PopPlan::Empty { parked } => parked,
+            PopPlan::Wildcard => {
+                let slices = pop
+                    .claim(&PopScope::Wildcard {
+                        queue: queue.as_str(),
+                    })
+                    .await;
+                pop.broker.registry.group(&key).do_send(WildcardDone);
+                if let Some(d) = pop.delivery(slices?) {
+                    return Ok(Some(d));
+                }
+                None
+            }
+            PopPlan::Reseed => {
+                hotlist::reseed(pop, &key).await?;
+                continue;
+            }
+            PopPlan::Candidates {
+                partitions,
+                skip_window,
+                min_wait,
+                pending_estimate,
+            } => {
+                let lent = hotlist::Lent::new(pop.broker.registry.group(&key), partitions);
+                if MIN_POP_WAIT_IN_USE.load(Ordering::Relaxed) && !min_wait.is_zero() {
+                    let until = *hold_until.get_or_insert_with(|| {
+                        Metrics::bump(&pop.broker.metrics.min_wait_holds);
+                        (Instant::now() + min_wait).min(pop.deadline)
+                    });
+                    if pending_estimate < i64::from(pop.req.batch) && Instant::now() < until {
+                        drop(lent); // back to the ring; wait for more pushes or the window
+                        let gate = pop.broker.registry.group(&key).send(Park).await.ok();
+                        let left = until.saturating_duration_since(Instant::now());
+                        if let Some(gate) = gate {
+                            let _ = tokio::time::timeout(left, gate).await;
+                        }
+                        continue;
+                    }
+                }
+                let slices = hotlist::claim_candidates(pop, queue, lent, skip_window).await?;
+                if let Some(d) = pop.delivery(slices) {
+                    Metrics::bump(&pop.broker.metrics.pops_from_ring);
+                    return Ok(Some(d));
+                }
+                None
+            }
+            PopPlan::Legacy { hints } => {
+                if let Some(d) = hotlist::legacy(pop, queue, hints).await? {
+                    return Ok(Some(d));
+                }
+                None
+            }
+        };
+        if pop.time_left().is_none() {
+            return Ok(None);
+        }
+        let gate = match gate {
+            Some(gate) => Some(gate),
+            None => pop.broker.registry.group(&key).send(Park).await.ok(),
+        };
+        attempt = if pop.park(gate, attempt).await {
+            0
+        } else {
+            attempt + 1
+        };
+    }
+}
+
+fn group_key(pop: &Pop<'_>, queue: &QueueName) -> GroupKey {
+    GroupKey {
+        tenant: pop.tenant.clone(),
+        queue: queue.clone(),
+        group: pop.req.group.clone(),
+    }
+}
+
+/// Asks the group actor for a plan; an actor that just stopped (idle) is replaced once.
+async fn plan(pop: &Pop<'_>, key: &GroupKey) -> PopPlan {
+    let msg = || PlanPop {
+        partitions: pop.req.partitions,
+        park_if_empty: pop.req.wait,
+    };
+    for _ in 0..2 {
+        match pop.broker.registry.group(key).send(msg()).await {
+            Ok(plan) => return plan,
+            Err(MailboxError::Closed | MailboxError::Timeout) => continue,
+        }
+    }
+    // The actor cannot be reached: fall back to the SQL path, which is always correct.
+    PopPlan::Wildcard
 }
 
 /// The seed's bounded backoff: the initial interval for the first `threshold` attempts,
@@ -164,6 +354,8 @@ mod tests {
             backoff_threshold: 3,
             backoff_multiplier: 2.0,
             wait_max: Duration::from_millis(1000),
+            hotlist: true,
+            reseed_every: Duration::from_secs(5),
         }
     }
 

@@ -9,8 +9,11 @@ use std::collections::{BTreeMap, HashMap};
 use tracing::{debug, instrument};
 use uuid::Uuid;
 
+use crate::actors::ring::PartitionRef;
+use crate::actors::wake_gate::WakeSource;
+use crate::broker::Broker;
 use crate::db::push::{AppendOutcome, PushTransaction, SegmentAppend};
-use crate::db::{Db, DbError};
+use crate::db::DbError;
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
 
@@ -73,10 +76,11 @@ pub enum PushError {
     Blob(#[from] BlobError),
 }
 
-/// Stores `items` (all or nothing) and answers one outcome per item, in order.
+/// Stores `items` (all or nothing) and answers one outcome per item, in order. After the
+/// commit, the queue's local group actors hear of every partition that received messages.
 #[instrument(skip_all, fields(batch_size = items.len()))]
 pub async fn push(
-    db: &Db,
+    broker: &Broker,
     tenant: &Tenant,
     items: &[PushItem],
     zstd_level: i32,
@@ -106,7 +110,7 @@ pub async fn push(
     }
 
     let mut outcomes: Vec<Option<PushOutcome>> = vec![None; items.len()];
-    let mut conn = db.conn().await?;
+    let mut conn = broker.db.conn().await?;
     let result = append_groups(
         &mut conn,
         tenant,
@@ -122,10 +126,38 @@ pub async fn push(
         return Err(PushError::Db(conn.note(error)));
     }
     result?;
-    Ok(outcomes
+    drop(conn);
+    let outcomes: Vec<PushOutcome> = outcomes
         .into_iter()
         .map(|o| o.expect("every item gets an outcome"))
-        .collect())
+        .collect();
+    announce(broker, tenant, items, &outcomes);
+    Ok(outcomes)
+}
+
+/// Tells the group actors which partitions received how many messages.
+fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
+    let mut landed: BTreeMap<(&QueueName, &PartitionName), (i64, u32)> = BTreeMap::new();
+    for (item, outcome) in items.iter().zip(outcomes) {
+        if outcome.status == PushStatus::Queued {
+            let entry = landed
+                .entry((&item.queue, &item.partition))
+                .or_insert((outcome.partition_id, 0));
+            entry.1 += 1;
+        }
+    }
+    for ((queue, partition), (id, messages)) in landed {
+        broker.registry.push_landed(
+            tenant,
+            queue,
+            PartitionRef {
+                id,
+                name: partition.as_str().into(),
+            },
+            messages,
+            WakeSource::Push,
+        );
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

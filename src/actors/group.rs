@@ -1,0 +1,430 @@
+//! The group actor: one per (tenant, queue, consumer group). It owns the group's hot-list
+//! ring, revisit wheel and wake gate; a pop asks it what to do ([`PlanPop`]) and reports
+//! back what SQL said about each candidate ([`CheckIn`]).
+//!
+//! Every handler here is synchronous and touches only in-memory state: database work is
+//! done by the pop that received the plan, outside the actor, so the actor never waits and
+//! its state never changes under an await.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::registry::Registry;
+use super::ring::{PartitionRef, Ring};
+use super::wake_gate::{WakeGate, WakeSource};
+use super::wheel::Wheel;
+use super::GroupKey;
+use crate::metrics::Metrics;
+
+/// How often the wheel is checked for due partitions.
+const WHEEL_TICK: Duration = Duration::from_millis(20);
+/// An actor with nothing parked, lent or scheduled stops after this long unused.
+const IDLE_STOP: Duration = Duration::from_secs(120);
+/// Pushed-partition hints kept for the legacy path (older ones are covered by the scan).
+const MAX_LEGACY_HINTS: usize = 256;
+
+/// Asks what a pop should do next.
+#[derive(Message)]
+#[rtype(result = "PopPlan")]
+pub struct PlanPop {
+    /// Partitions the pop may claim (sizes the candidate list).
+    pub partitions: u32,
+    /// Park the pop on the wake gate when nothing is ready (in the same step, so no wake
+    /// can slip between "empty" and "parked").
+    pub park_if_empty: bool,
+}
+
+/// What a pop should do.
+#[derive(Debug)]
+pub enum PopPlan {
+    /// Nothing ready: answer empty without a permit or a connection.
+    Empty {
+        /// Resolves on the next wake when the pop asked to park.
+        parked: Option<oneshot::Receiver<WakeSource>>,
+    },
+    /// The group has not met the queue: use the SQL wildcard pop (it carries the bulk seed).
+    Wildcard,
+    /// Refresh the ring and the queue's deferral settings from SQL, then ask again.
+    Reseed,
+    /// Claim from these partitions; every one must be checked back in.
+    Candidates {
+        /// The lent partitions, in order.
+        partitions: Vec<PartitionRef>,
+        /// The wheel is the authority on windowBuffer (the settings are fresh).
+        skip_window: bool,
+        /// The queue's minimum pop wait (zero: off).
+        min_wait: Duration,
+        /// Messages the actor believes the ring holds (for the minimum pop wait).
+        pending_estimate: i64,
+    },
+    /// Legacy path (`QUEEN_HOTLIST=0`): try these pushed partitions first, then the scan.
+    Legacy {
+        /// Partitions pushed since the last legacy pop.
+        hints: Vec<PartitionRef>,
+    },
+}
+
+/// What SQL said about one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Delivered; leased until `lease_until` (none with auto-ack); `pending_after` remain.
+    Claimed {
+        /// Lease expiry of the claim.
+        lease_until: Option<Instant>,
+        /// Messages left behind the claim.
+        pending_after: i64,
+    },
+    /// Nothing for this group.
+    Drained,
+    /// Another worker's live lease, until then.
+    Leased(Instant),
+    /// windowBuffer quiet period, until then.
+    Window(Instant),
+    /// delayedProcessing, until then.
+    Delayed(Instant),
+    /// Locked by a concurrent pop: try again.
+    Busy,
+    /// Not tried (budget spent).
+    Skipped,
+}
+
+/// Returns lent candidates with their verdicts (or unused, when the pop ended early).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CheckIn {
+    /// Candidates SQL gave a verdict on.
+    pub verdicts: Vec<(PartitionRef, Verdict)>,
+    /// Candidates never tried.
+    pub unused: Vec<PartitionRef>,
+}
+
+/// The queue's settings that decide when a partition may be offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Deferral {
+    /// windowBuffer.
+    pub window: Duration,
+    /// delayedProcessing.
+    pub delay: Duration,
+    /// min_pop_wait_time.
+    pub min_wait: Duration,
+}
+
+/// The result of a reseed (`None` when it failed: the next pop tries again).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Reseeded(pub Option<ReseedResult>);
+
+/// What `log_pending_partitions_v1` answered.
+#[derive(Debug)]
+pub struct ReseedResult {
+    /// The group has met the queue.
+    pub registered: bool,
+    /// The queue's settings.
+    pub deferral: Deferral,
+    /// Partitions that may hold messages, with a live lease's expiry.
+    pub pending: Vec<(PartitionRef, Option<Instant>)>,
+}
+
+/// The SQL wildcard pop ran, so the group's first-contact seed exists.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WildcardDone;
+
+/// Messages landed in a partition (a local push, or a peer's hint).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PushLanded {
+    /// Where.
+    pub partition: PartitionRef,
+    /// How many messages.
+    pub messages: u32,
+    /// Who said so.
+    pub source: WakeSource,
+}
+
+/// An ack released a partition that still holds messages (an ack-promote).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AckReleased(pub PartitionRef);
+
+/// The queue's configuration changed: forget the cached deferral settings (the next pop
+/// reseeds them).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ConfigChanged;
+
+/// Parks a pop on the wake gate (routes that do not plan through the ring).
+#[derive(Message)]
+#[rtype(result = "oneshot::Receiver<WakeSource>")]
+pub struct Park;
+
+/// The actor.
+pub struct GroupActor {
+    key: GroupKey,
+    registry: Arc<Registry>,
+    metrics: Arc<Metrics>,
+    hotlist: bool,
+    reseed_every: Duration,
+    ring: Ring,
+    wheel: Wheel,
+    gate: WakeGate,
+    registered: bool,
+    deferral: Option<Deferral>,
+    next_reseed: Instant,
+    reseeding: bool,
+    pending: HashMap<i64, i64>,
+    hints: Vec<PartitionRef>,
+    lent: usize,
+    last_used: Instant,
+}
+
+impl GroupActor {
+    /// A fresh actor: nothing known, so the first pop reseeds.
+    pub fn new(
+        key: GroupKey,
+        registry: Arc<Registry>,
+        hotlist: bool,
+        reseed_every: Duration,
+    ) -> Self {
+        let metrics = registry.metrics().clone();
+        GroupActor {
+            key,
+            registry,
+            metrics,
+            hotlist,
+            reseed_every,
+            ring: Ring::default(),
+            wheel: Wheel::default(),
+            gate: WakeGate::default(),
+            registered: false,
+            deferral: None,
+            next_reseed: Instant::now(),
+            reseeding: false,
+            pending: HashMap::new(),
+            hints: Vec::new(),
+            lent: 0,
+            last_used: Instant::now(),
+        }
+    }
+
+    fn wake(&mut self, source: WakeSource) {
+        if self.gate.open(source) > 0 {
+            self.metrics.wake(source);
+        }
+    }
+
+    fn offer(&mut self, partition: PartitionRef) {
+        self.wheel.remove(partition.id);
+        self.ring.push(partition);
+    }
+
+    fn tick(&mut self) {
+        let due = self.wheel.pop_due(Instant::now());
+        if due.is_empty() {
+            return;
+        }
+        for p in due {
+            self.ring.push(p);
+        }
+        self.wake(WakeSource::Wheel);
+    }
+
+    fn idle(&mut self) -> bool {
+        self.lent == 0
+            && !self.reseeding
+            && self.wheel.is_empty()
+            && self.gate.waiting() == 0
+            && self.last_used.elapsed() > IDLE_STOP
+    }
+}
+
+impl Actor for GroupActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.run_interval(WHEEL_TICK, |actor, _| actor.tick());
+        ctx.run_interval(IDLE_STOP / 4, |actor, ctx| {
+            if actor.idle() {
+                ctx.stop();
+            }
+        });
+    }
+
+    fn stopped(&mut self, ctx: &mut Self::Context) {
+        self.registry.forget(&self.key, &ctx.address());
+    }
+}
+
+impl Handler<PlanPop> for GroupActor {
+    type Result = MessageResult<PlanPop>;
+
+    fn handle(&mut self, msg: PlanPop, _: &mut Self::Context) -> Self::Result {
+        self.last_used = Instant::now();
+        if !self.hotlist {
+            return MessageResult(PopPlan::Legacy {
+                hints: std::mem::take(&mut self.hints),
+            });
+        }
+        let reseed_due = self.deferral.is_none() || Instant::now() >= self.next_reseed;
+        if reseed_due && !self.reseeding {
+            self.reseeding = true;
+            return MessageResult(PopPlan::Reseed);
+        }
+        if self.deferral.is_some() && !self.registered {
+            return MessageResult(PopPlan::Wildcard);
+        }
+        if self.ring.is_empty() {
+            Metrics::bump(&self.metrics.pops_empty_in_memory);
+            let parked = msg.park_if_empty.then(|| self.gate.park());
+            return MessageResult(PopPlan::Empty { parked });
+        }
+        let k = (msg.partitions as usize).saturating_mul(8).clamp(16, 256);
+        let partitions = self.ring.take(k);
+        self.lent += partitions.len();
+        let pending_estimate = partitions
+            .iter()
+            .map(|p| self.pending.get(&p.id).copied().unwrap_or(i64::MAX / 1024))
+            .fold(0i64, i64::saturating_add);
+        let deferral = self.deferral.unwrap_or_default();
+        MessageResult(PopPlan::Candidates {
+            partitions,
+            skip_window: self.deferral.is_some(),
+            min_wait: deferral.min_wait,
+            pending_estimate,
+        })
+    }
+}
+
+impl Handler<CheckIn> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: CheckIn, _: &mut Self::Context) {
+        self.lent = self
+            .lent
+            .saturating_sub(msg.verdicts.len() + msg.unused.len());
+        let returned = !msg.unused.is_empty();
+        for p in msg.unused {
+            self.ring.push(p);
+        }
+        for (p, verdict) in msg.verdicts {
+            match verdict {
+                Verdict::Claimed {
+                    lease_until,
+                    pending_after,
+                } => {
+                    self.pending.insert(p.id, pending_after);
+                    match lease_until {
+                        Some(until) => self.wheel.schedule(p, until),
+                        None if pending_after > 0 => self.offer(p),
+                        None => {}
+                    }
+                }
+                Verdict::Drained => {
+                    self.pending.remove(&p.id);
+                }
+                Verdict::Leased(until) | Verdict::Window(until) | Verdict::Delayed(until) => {
+                    self.wheel.schedule(p, until)
+                }
+                Verdict::Busy | Verdict::Skipped => self.offer(p),
+            }
+        }
+        if returned && !self.ring.is_empty() {
+            self.wake(WakeSource::Wheel);
+        }
+    }
+}
+
+impl Handler<Reseeded> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Reseeded, _: &mut Self::Context) {
+        self.reseeding = false;
+        let Some(result) = msg.0 else { return };
+        self.registered = result.registered;
+        self.deferral = Some(result.deferral);
+        self.next_reseed = Instant::now() + self.reseed_every;
+        let now = Instant::now();
+        for (p, lease) in result.pending {
+            match lease {
+                Some(until) if until > now => self.wheel.schedule(p, until),
+                _ if self.wheel.due_at(p.id).is_some() => {}
+                _ => {
+                    self.ring.push(p);
+                }
+            }
+        }
+        if !self.ring.is_empty() || !self.registered {
+            self.wake(WakeSource::Wheel);
+        }
+    }
+}
+
+impl Handler<WildcardDone> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, _: WildcardDone, _: &mut Self::Context) {
+        self.registered = true;
+        self.next_reseed = Instant::now();
+    }
+}
+
+impl Handler<PushLanded> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PushLanded, _: &mut Self::Context) {
+        let p = msg.partition;
+        *self.pending.entry(p.id).or_insert(0) += i64::from(msg.messages);
+        if !self.hotlist {
+            if !self.hints.contains(&p) && self.hints.len() < MAX_LEGACY_HINTS {
+                self.hints.push(p);
+            }
+        } else {
+            match self.deferral {
+                Some(d) if !d.window.is_zero() => {
+                    // A new segment restarts the quiet period: off the ring until it ends.
+                    self.ring.remove(p.id);
+                    self.wheel.schedule(p, Instant::now() + d.window);
+                    return;
+                }
+                _ => {
+                    self.ring.push(p);
+                }
+            }
+        }
+        self.wake(msg.source);
+    }
+}
+
+impl Handler<AckReleased> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AckReleased, _: &mut Self::Context) {
+        if self.hotlist {
+            self.offer(msg.0);
+        } else if !self.hints.contains(&msg.0) && self.hints.len() < MAX_LEGACY_HINTS {
+            self.hints.push(msg.0);
+        }
+        self.wake(WakeSource::Ack);
+    }
+}
+
+impl Handler<Park> for GroupActor {
+    type Result = MessageResult<Park>;
+
+    fn handle(&mut self, _: Park, _: &mut Self::Context) -> Self::Result {
+        self.last_used = Instant::now();
+        MessageResult(self.gate.park())
+    }
+}
+
+impl Handler<ConfigChanged> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, _: ConfigChanged, _: &mut Self::Context) {
+        self.deferral = None;
+    }
+}

@@ -1,0 +1,46 @@
+//! The running broker's shared parts, built once by `app` and handed to every handler:
+//! the pool, the limiter, the group-actor registry, the counters and the maintenance switch.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::actors::registry::Registry;
+use crate::config::Config;
+use crate::db::{Db, DbError};
+use crate::limiter::{Limiter, Permit};
+use crate::metrics::Metrics;
+
+/// Set once any queue on this broker has a minimum pop wait: until then the pop path pays
+/// one relaxed load for the feature and nothing else.
+pub static MIN_POP_WAIT_IN_USE: AtomicBool = AtomicBool::new(false);
+
+/// Everything a request may need.
+pub struct Broker {
+    /// The database pool.
+    pub db: Db,
+    /// The adaptive limit around database work.
+    pub limiter: Arc<Limiter>,
+    /// The group actors.
+    pub registry: Arc<Registry>,
+    /// The counters.
+    pub metrics: Arc<Metrics>,
+    /// Pop maintenance mode, refreshed from the database.
+    pub maintenance: AtomicBool,
+    /// The effective configuration.
+    pub config: Arc<Config>,
+}
+
+impl Broker {
+    /// A limiter permit for database work, within the pool timeout (else "pool exhausted").
+    pub async fn permit(&self) -> Result<Permit, DbError> {
+        self.limiter
+            .acquire(self.config.database.pool_timeout)
+            .await
+            .ok_or(DbError::PoolExhausted)
+    }
+
+    /// True while pop maintenance mode is on.
+    pub fn in_maintenance(&self) -> bool {
+        self.maintenance.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,206 @@
+//! The database side of the group actor's plans: reseeding the ring, claiming lent
+//! candidates (and checking each one back in, even when the client goes away), and the
+//! legacy SQL path.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use actix::Addr;
+use chrono::{DateTime, Utc};
+
+use super::{Delivery, Pop};
+use crate::actors::group::{CheckIn, Deferral, GroupActor, ReseedResult, Reseeded, Verdict};
+use crate::actors::ring::PartitionRef;
+use crate::actors::GroupKey;
+use crate::broker::MIN_POP_WAIT_IN_USE;
+use crate::db::pop::{
+    claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimedSlice, PopScope,
+};
+use crate::db::DbError;
+use crate::domain::QueueName;
+use crate::metrics::Metrics;
+
+/// Most partitions one reseed puts in the ring.
+const RESEED_LIMIT: i32 = 4096;
+
+/// Candidates lent by the actor. Dropping this without [`Lent::check_in`] (an error, or the
+/// client disconnecting mid-pop) hands them back unused, so no partition leaves the ring.
+pub(super) struct Lent {
+    actor: Addr<GroupActor>,
+    partitions: Vec<PartitionRef>,
+    settled: bool,
+}
+
+impl Lent {
+    pub(super) fn new(actor: Addr<GroupActor>, partitions: Vec<PartitionRef>) -> Self {
+        Lent {
+            actor,
+            partitions,
+            settled: false,
+        }
+    }
+
+    fn check_in(mut self, verdicts: Vec<CandidateVerdict>) {
+        let by_id: HashMap<i64, &PartitionRef> =
+            self.partitions.iter().map(|p| (p.id, p)).collect();
+        let mut returned = Vec::with_capacity(verdicts.len());
+        for v in &verdicts {
+            if let Some(p) = by_id.get(&v.partition_id) {
+                returned.push(((*p).clone(), verdict(v)));
+            }
+        }
+        let unused = self
+            .partitions
+            .iter()
+            .filter(|p| !verdicts.iter().any(|v| v.partition_id == p.id))
+            .cloned()
+            .collect();
+        self.actor.do_send(CheckIn {
+            verdicts: returned,
+            unused,
+        });
+        self.settled = true;
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.actor.do_send(CheckIn {
+                verdicts: Vec::new(),
+                unused: std::mem::take(&mut self.partitions),
+            });
+        }
+    }
+}
+
+/// Claims from lent candidates through `log_pop_list_v1` and checks them back in.
+pub(super) async fn claim_candidates(
+    pop: &Pop<'_>,
+    queue: &QueueName,
+    lent: Lent,
+    skip_window: bool,
+) -> Result<Vec<ClaimedSlice>, DbError> {
+    Metrics::bump(&pop.broker.metrics.sql_list);
+    let ids: Vec<i64> = lent.partitions.iter().map(|p| p.id).collect();
+    let _permit = pop.broker.permit().await?;
+    let mut conn = pop.broker.db.conn().await?;
+    let (slices, verdicts) =
+        claim_list(&mut conn, queue.as_str(), &pop.params(), &ids, skip_window).await?;
+    lent.check_in(verdicts);
+    Ok(slices)
+}
+
+/// Refreshes the actor's ring and deferral settings from SQL.
+pub(super) async fn reseed(pop: &Pop<'_>, key: &GroupKey) -> Result<(), DbError> {
+    struct Pending(Option<Addr<GroupActor>>);
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            if let Some(actor) = self.0.take() {
+                actor.do_send(Reseeded(None));
+            }
+        }
+    }
+    let actor = pop.broker.registry.group(key);
+    let mut guard = Pending(Some(actor.clone()));
+    Metrics::bump(&pop.broker.metrics.sql_reseed);
+    let found = {
+        let _permit = pop.broker.permit().await?;
+        let mut conn = pop.broker.db.conn().await?;
+        pending_partitions(
+            &mut conn,
+            key.tenant.as_str(),
+            key.queue.as_str(),
+            key.group.as_str(),
+            RESEED_LIMIT,
+        )
+        .await?
+    };
+    if found.min_pop_wait_ms > 0 {
+        MIN_POP_WAIT_IN_USE.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let secs = |s: i32| Duration::from_secs(u64::try_from(s).unwrap_or(0));
+    guard.0 = None;
+    actor.do_send(Reseeded(Some(ReseedResult {
+        registered: found.registered,
+        deferral: Deferral {
+            window: secs(found.window_buffer),
+            delay: secs(found.delayed_processing),
+            min_wait: Duration::from_millis(u64::try_from(found.min_pop_wait_ms).unwrap_or(0)),
+        },
+        pending: found
+            .partitions
+            .into_iter()
+            .map(|(id, name, lease)| {
+                (
+                    PartitionRef {
+                        id,
+                        name: name.into(),
+                    },
+                    lease.map(instant),
+                )
+            })
+            .collect(),
+    })));
+    Ok(())
+}
+
+/// The legacy path: targeted pops of the pushed partitions first, then the cheap
+/// `log_has_pending_v1` probe (no permit), then the SQL candidate scan.
+pub(super) async fn legacy(
+    pop: &Pop<'_>,
+    queue: &QueueName,
+    hints: Vec<PartitionRef>,
+) -> Result<Option<Delivery>, DbError> {
+    for hint in hints {
+        let scope = PopScope::Specific {
+            queue: queue.as_str(),
+            partition: &hint.name,
+        };
+        if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
+            return Ok(Some(d));
+        }
+    }
+    Metrics::bump(&pop.broker.metrics.sql_has_pending);
+    let pending = {
+        let mut conn = pop.broker.db.conn().await?;
+        has_pending(
+            &mut conn,
+            pop.tenant.as_str(),
+            queue.as_str(),
+            pop.req.group.as_str(),
+        )
+        .await?
+    };
+    if !pending {
+        return Ok(None);
+    }
+    let slices = pop
+        .claim(&PopScope::Wildcard {
+            queue: queue.as_str(),
+        })
+        .await?;
+    Ok(pop.delivery(slices))
+}
+
+fn verdict(v: &CandidateVerdict) -> Verdict {
+    let at = || v.retry_at.map(instant).unwrap_or_else(Instant::now);
+    match v.verdict.as_str() {
+        "claimed" => Verdict::Claimed {
+            lease_until: v.retry_at.map(instant),
+            pending_after: v.pending_after,
+        },
+        "drained" => Verdict::Drained,
+        "leased" => Verdict::Leased(at()),
+        "window" => Verdict::Window(at()),
+        "delayed" => Verdict::Delayed(at()),
+        "skipped" => Verdict::Skipped,
+        _ => Verdict::Busy,
+    }
+}
+
+/// A database time as a local instant (now when it is already past).
+fn instant(at: DateTime<Utc>) -> Instant {
+    let ahead = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+    Instant::now() + ahead
+}

@@ -1,0 +1,90 @@
+//! Counters of the pop path, the wakes and the pool, served on `GET /metrics`.
+//!
+//! Relaxed atomics: each counter is independent and only ever read for reporting.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use serde_json::{json, Value};
+
+use crate::actors::wake_gate::WakeSource;
+
+/// Every counter of the broker.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Pops answered from ring candidates.
+    pub pops_from_ring: AtomicU64,
+    /// Pops answered empty by the in-memory check (no permit, no connection).
+    pub pops_empty_in_memory: AtomicU64,
+    /// Pops answered 204 by maintenance mode.
+    pub pops_maintenance: AtomicU64,
+    /// Calls of `log_pop_wildcard_bin_v1`.
+    pub sql_wildcard: AtomicU64,
+    /// Calls of `log_pop_list_v1`.
+    pub sql_list: AtomicU64,
+    /// Calls of `log_pending_partitions_v1` (reseeds).
+    pub sql_reseed: AtomicU64,
+    /// Calls of `log_pop_specific_v1`.
+    pub sql_specific: AtomicU64,
+    /// Calls of `log_pop_discover_wire_v1`.
+    pub sql_discover: AtomicU64,
+    /// Calls of `log_has_pending_v1`.
+    pub sql_has_pending: AtomicU64,
+    /// Wakes by local pushes.
+    pub wakes_push: AtomicU64,
+    /// Wakes by peer hints.
+    pub wakes_peer: AtomicU64,
+    /// Wakes by ack-promotes.
+    pub wakes_ack: AtomicU64,
+    /// Wakes by the revisit wheel.
+    pub wakes_wheel: AtomicU64,
+    /// Long-polls parked right now.
+    pub parked: AtomicI64,
+    /// Under-full claims held by the minimum pop wait.
+    pub min_wait_holds: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts one wake of `woken` parked pops by `source`.
+    pub fn wake(&self, source: WakeSource) {
+        let counter = match source {
+            WakeSource::Push => &self.wakes_push,
+            WakeSource::Peer => &self.wakes_peer,
+            WakeSource::Ack => &self.wakes_ack,
+            WakeSource::Wheel => &self.wakes_wheel,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one to a counter.
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters as JSON.
+    pub fn to_json(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "pops": {
+                "fromRing": get(&self.pops_from_ring),
+                "emptyInMemory": get(&self.pops_empty_in_memory),
+                "maintenance": get(&self.pops_maintenance),
+                "parked": self.parked.load(Ordering::Relaxed),
+                "minWaitHolds": get(&self.min_wait_holds),
+            },
+            "sql": {
+                "wildcard": get(&self.sql_wildcard),
+                "list": get(&self.sql_list),
+                "reseed": get(&self.sql_reseed),
+                "specific": get(&self.sql_specific),
+                "discover": get(&self.sql_discover),
+                "hasPending": get(&self.sql_has_pending),
+            },
+            "wakes": {
+                "push": get(&self.wakes_push),
+                "peer": get(&self.wakes_peer),
+                "ack": get(&self.wakes_ack),
+                "wheel": get(&self.wakes_wheel),
+            },
+        })
+    }
+}
