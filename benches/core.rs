@@ -10,15 +10,14 @@
 //! UPDATE SKIP LOCKED with a visibility timeout; ack = DELETE), all with the same
 //! concurrency against the same server.
 
-use std::net::TcpListener;
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use queen::app;
-use queen::config::{Config, DatabaseSource, ExternalSettings};
-use queen::db::embedded::{EmbeddedOptions, EmbeddedPostgres};
-use serde_json::{json, Value};
+use serde_json::Value;
+use support::{connect, payload};
 
 struct Settings {
     messages: usize,
@@ -39,40 +38,16 @@ fn main() -> anyhow::Result<()> {
         concurrency: env_usize("QUEEN_BENCH_CONCURRENCY", 8),
         partitions: env_usize("QUEEN_BENCH_PARTITIONS", 16),
     };
-    let dir = tempfile::Builder::new()
-        .prefix("queen-bench-")
-        .tempdir_in("/tmp")?;
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )?;
-    let mut pg = EmbeddedPostgres::start(EmbeddedOptions {
-        data_dir: dir.path().join("data"),
-        port: 5499,
-        user: "queen".to_owned(),
-        bin_dir: None,
-        server_settings: vec![
-            ("max_connections".to_owned(), "200".to_owned()),
-            ("shared_buffers".to_owned(), "256MB".to_owned()),
-        ],
-    })?;
-    let pg_config = pg.pg_config("postgres");
-    let result = actix_rt::System::new().block_on(run(&settings, pg_config));
+    let (mut pg, _dir) = support::start_postgres(5499)?;
+    let result = actix_rt::System::new().block_on(run(&settings, &pg));
     pg.stop()?;
     result
 }
 
-async fn run(s: &Settings, pg_config: tokio_postgres::Config) -> anyhow::Result<()> {
-    let mut config = Config::from_vars([("DB_POOL_SIZE", "32"), ("RUST_LOG", "warn")])?;
-    config.database.source =
-        DatabaseSource::External(ExternalSettings::Given(Box::new(pg_config.clone())));
-    config.http.workers = 2;
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let broker = app::start(config, listener).await?;
-    let base = format!("http://{}", broker.http_addr());
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(64)
-        .build()?;
+async fn run(s: &Settings, pg: &queen::db::embedded::EmbeddedPostgres) -> anyhow::Result<()> {
+    let pg_config = support::fresh_database(pg, "bench_core").await?;
+    let (broker, base) = support::start_broker(pg_config.clone(), &[("RUST_LOG", "warn")]).await?;
+    let http = support::http();
 
     println!(
         "queen core bench: {} messages, {} concurrent clients, {} partitions, payload ~60 B, one node",
@@ -85,8 +60,25 @@ async fn run(s: &Settings, pg_config: tokio_postgres::Config) -> anyhow::Result<
     );
     for batch in [10usize, 100] {
         let queue = format!("bench-b{batch}");
-        let push = broker_push(&http, &base, &queue, s, batch).await?;
-        let pop = broker_pop_ack(&http, &base, &queue, s, batch).await?;
+        let push = support::push(
+            &http,
+            &base,
+            &queue,
+            s.messages,
+            batch,
+            s.partitions,
+            s.concurrency,
+        )
+        .await?;
+        let pop = support::pop_ack(
+            &http,
+            &base,
+            &queue,
+            &format!("batch={batch}&wait=true&timeout=200"),
+            s.messages,
+            s.concurrency,
+        )
+        .await?;
         let base_push = baseline_push(&pg_config, s, batch).await?;
         let base_pop = baseline_pop_ack(&pg_config, s, batch).await?;
         println!(
@@ -106,105 +98,6 @@ async fn run(s: &Settings, pg_config: tokio_postgres::Config) -> anyhow::Result<
     }
     broker.stop().await;
     Ok(())
-}
-
-fn payload(i: usize) -> Value {
-    json!({"order": i, "customer": "c-1234", "amount": 42.5, "currency": "EUR"})
-}
-
-async fn broker_push(
-    http: &reqwest::Client,
-    base: &str,
-    queue: &str,
-    s: &Settings,
-    batch: usize,
-) -> anyhow::Result<f64> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..s.concurrency {
-        let (http, next, url) = (http.clone(), next.clone(), format!("{base}/api/v1/push"));
-        let (queue, total, partitions) = (queue.to_owned(), s.messages, s.partitions);
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let start = next.fetch_add(batch, Ordering::SeqCst);
-                if start >= total {
-                    return anyhow::Ok(());
-                }
-                let partition = format!("p{}", (start / batch) % partitions);
-                let items: Vec<Value> = (start..(start + batch).min(total))
-                    .map(|i| json!({"queue": queue, "partition": partition, "payload": payload(i)}))
-                    .collect();
-                let response = http
-                    .post(&url)
-                    .json(&json!({"items": items}))
-                    .send()
-                    .await?;
-                anyhow::ensure!(
-                    response.status().is_success(),
-                    "push failed: {}",
-                    response.status()
-                );
-            }
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(s.messages as f64 / started.elapsed().as_secs_f64())
-}
-
-async fn broker_pop_ack(
-    http: &reqwest::Client,
-    base: &str,
-    queue: &str,
-    s: &Settings,
-    batch: usize,
-) -> anyhow::Result<f64> {
-    let done = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..s.concurrency {
-        let (http, done, base) = (http.clone(), done.clone(), base.to_owned());
-        let (queue, total) = (queue.to_owned(), s.messages);
-        tasks.push(tokio::spawn(async move {
-            let pop =
-                format!("{base}/api/v1/pop/queue/{queue}?batch={batch}&wait=true&timeout=200");
-            while done.load(Ordering::SeqCst) < total {
-                let response = http.get(&pop).send().await?;
-                if response.status().as_u16() == 204 {
-                    continue;
-                }
-                let body: Value = response.json().await?;
-                let messages = body["messages"].as_array().cloned().unwrap_or_default();
-                let acks: Vec<Value> = messages
-                    .iter()
-                    .map(|m| {
-                        json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                                    "leaseId": m["leaseId"], "status": "completed"})
-                    })
-                    .collect();
-                let ack = http
-                    .post(format!("{base}/api/v1/ack/batch"))
-                    .json(&json!({"acknowledgments": acks}))
-                    .send()
-                    .await?;
-                anyhow::ensure!(ack.status().is_success(), "ack failed");
-                done.fetch_add(messages.len(), Ordering::SeqCst);
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(s.messages as f64 / started.elapsed().as_secs_f64())
-}
-
-async fn connect(config: &tokio_postgres::Config) -> anyhow::Result<tokio_postgres::Client> {
-    let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
-    tokio::spawn(connection);
-    Ok(client)
 }
 
 async fn baseline_push(

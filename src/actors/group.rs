@@ -157,6 +157,29 @@ pub struct AckReleased(pub PartitionRef);
 #[rtype(result = "()")]
 pub struct ConfigChanged;
 
+/// Asks for the actor's state, for `/metrics`.
+#[derive(Message)]
+#[rtype(result = "GroupStats")]
+pub struct Stats;
+
+/// One group actor's state.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupStats {
+    /// The queue.
+    pub queue: String,
+    /// The consumer group.
+    pub consumer_group: String,
+    /// Partitions in the ring.
+    pub ring: usize,
+    /// Partitions on the wheel.
+    pub wheel: usize,
+    /// Candidates lent to pops in flight.
+    pub lent: usize,
+    /// Pops parked on the gate.
+    pub parked: usize,
+}
+
 /// Parks a pop on the wake gate (routes that do not plan through the ring).
 #[derive(Message)]
 #[rtype(result = "oneshot::Receiver<WakeSource>")]
@@ -426,5 +449,20 @@ impl Handler<ConfigChanged> for GroupActor {
 
     fn handle(&mut self, _: ConfigChanged, _: &mut Self::Context) {
         self.deferral = None;
+    }
+}
+
+impl Handler<Stats> for GroupActor {
+    type Result = MessageResult<Stats>;
+
+    fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
+        MessageResult(GroupStats {
+            queue: self.key.queue.as_str().to_owned(),
+            consumer_group: self.key.group.as_str().to_owned(),
+            ring: self.ring.len(),
+            wheel: self.wheel.len(),
+            lent: self.lent,
+            parked: self.gate.waiting(),
+        })
     }
 }

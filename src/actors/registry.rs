@@ -11,7 +11,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use actix::ArbiterHandle;
 
-use super::group::{AckReleased, ConfigChanged, GroupActor, PushLanded};
+use super::group::{AckReleased, ConfigChanged, GroupActor, GroupStats, PushLanded, Stats};
 use super::ring::PartitionRef;
 use super::wake_gate::WakeSource;
 use super::GroupKey;
@@ -117,6 +117,21 @@ impl Registry {
         {
             addr.do_send(AckReleased(partition));
         }
+    }
+
+    /// Every live group actor's state.
+    pub async fn stats(&self) -> Vec<GroupStats> {
+        let addrs: Vec<Addr<GroupActor>> = {
+            let groups = self.groups.lock().expect("registry lock is never poisoned");
+            groups.values().flat_map(|q| q.values().cloned()).collect()
+        };
+        let mut out = Vec::with_capacity(addrs.len());
+        for addr in addrs {
+            if let Ok(stats) = addr.send(Stats).await {
+                out.push(stats);
+            }
+        }
+        out
     }
 
     /// Group actors alive right now.

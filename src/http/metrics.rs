@@ -28,7 +28,7 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         "checkoutsTotal": stats.checkouts.load(Ordering::Relaxed),
         "quarantined": stats.quarantined.load(Ordering::Relaxed),
     });
-    body["groups"] = json!(broker.registry.len());
+    body["groups"] = json!(broker.registry.stats().await);
     body["hotlist"] = json!(broker.config.pop.hotlist);
     body["maintenance"] = json!(broker.in_maintenance());
     HttpResponse::Ok().json(body)
