@@ -127,6 +127,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             .wrap(NormalizePath::new(TrailingSlash::MergeOnly))
             .configure(routes)
     })
+    .on_connect(crate::http::client::remember_socket)
     .workers(config.http.workers)
     .shutdown_timeout(HTTP_SHUTDOWN_TIMEOUT.as_secs())
     .disable_signals()

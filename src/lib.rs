@@ -8,9 +8,13 @@
 //!   sliced on pop. PostgreSQL never looks inside a blob.
 //! - [`db`]: the only module that speaks SQL: pool, embedded PostgreSQL launcher, schema
 //!   installer, one Rust function per SQL function.
-//! - [`log`]: the partition log's operations as handlers use them: push, pop (with the
-//!   long-poll backoff), ack.
+//! - [`actors`]: one group actor per (tenant, queue, consumer group) owning its hot-list
+//!   ring, revisit wheel and wake gate; the registry that finds them.
+//! - [`log`]: the partition log's operations as handlers use them: push, pop (planned by
+//!   the group actor, with the long-poll backoff), ack.
 //! - [`http`]: routes, bodies, and the one place that maps errors to answers.
+//! - [`broker`]: the shared parts handed to handlers; [`limiter`]: the Vegas limit around
+//!   database work; [`metrics`]: counters; [`maintenance`]: the cluster-wide pop switch.
 //! - [`app`]: wiring; [`telemetry`] and [`shutdown`]: one concern each.
 //!
 //! # How a message travels
@@ -19,12 +23,19 @@
 //! partition), dedups transaction ids within the request, frames and compresses one segment
 //! per group, and appends all groups in one transaction through `queen.log_push_v1`, which
 //! dedups against the partition and assigns dense offsets under the partition row lock.
+//! After the commit the queue's group actors hear which partitions received messages.
 //!
-//! **Pop.** `http::pop` parses the query; `log::pop` runs one claim (the wildcard, specific
-//! or discover procedure, all funnelling into `queen.log_pop_v1`: gates, claim-first
-//! `FOR UPDATE SKIP LOCKED`, head probe and forward scan, then auto-ack or lease) and, with
-//! `wait=true`, repeats it on the seed's bounded backoff until the deadline. The handler
-//! decompresses the returned segments and slices their frames into the JSON answer.
+//! **Pop.** `http::pop` parses the query; `log::pop` asks the group actor for a plan. An
+//! empty ring answers at once (no limiter permit, no pooled connection) and parks a
+//! `wait=true` pop on the actor's wake gate; otherwise the pop takes a permit and a
+//! connection and claims from lent ring candidates through `queen.log_pop_list_v1` (a
+//! group's first pop uses `queen.log_pop_wildcard_bin_v1`, which seeds its cursors; named
+//! partitions and namespace/task pops have procedures of their own). All of them funnel
+//! into `queen.log_pop_v1`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
+//! forward scan, then auto-ack or lease. Verdicts go back to the actor (leased and held
+//! partitions onto its wheel). The handler decompresses the returned segments and slices
+//! their frames into the JSON answer. Pushes, ack-promotes and the wheel open the gate;
+//! the seed's bounded backoff is the floor under lost wakes.
 //!
 //! **Ack.** `log::ack` groups acknowledgements by (partition, lease) and calls
 //! `queen.log_ack_v1`, which finds offsets by transaction id (so any node can ack), moves

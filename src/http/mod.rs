@@ -4,6 +4,7 @@
 //! `health`); status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
+pub mod client;
 pub mod configure;
 pub mod error;
 pub mod health;

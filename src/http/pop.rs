@@ -6,10 +6,11 @@ use std::time::Duration;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
+use super::client;
 use super::query::Query;
 use super::{ApiError, AppState};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
-use crate::log::pop::{pop, PopRequest, Scope, SubscriptionMode};
+use crate::log::pop::{pop, ClientProbe, PopRequest, Scope, SubscriptionMode};
 
 mod render;
 
@@ -70,7 +71,8 @@ async fn serve(
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
-    let request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    let mut request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    request.client = client::probe(req);
     let delivery = pop(&state.broker, &state.tenant(req), &request).await?;
     match delivery {
         None => Ok(HttpResponse::NoContent().finish()),
@@ -125,6 +127,7 @@ fn parse_request(
         },
         subscription_mode,
         subscription_from,
+        client: ClientProbe::never(),
     })
 }
 
