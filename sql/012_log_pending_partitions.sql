@@ -3,7 +3,8 @@
 -- queen.log_pending_partitions_v1(p_tenant, p_queue, p_group, p_limit)
 --   Partitions of the queue that may hold messages for the group: written since the group's
 --   empty-scan watermark minus two minutes, and either without a cursor yet or ahead of it.
---   Leased ones are included with their lease expiry so the broker can schedule a revisit.
+--   Leased ones are included with their lease expiry, and on a windowBuffer queue every
+--   one with the end of its quiet period, so the broker can schedule revisits.
 --   Also answers whether the group has met the queue at all (registered = false means the
 --   first pop must take the SQL wildcard path, which carries the bulk seed), and the queue's
 --   deferral settings the broker caches. Random order, at most p_limit rows; when the group
@@ -22,7 +23,8 @@ CREATE OR REPLACE FUNCTION queen.log_pending_partitions_v1(
     min_pop_wait_time  integer,
     partition_id       bigint,
     partition_name     text,
-    lease_expires_at   timestamptz
+    lease_expires_at   timestamptz,
+    window_ends_at     timestamptz
 ) LANGUAGE sql STABLE AS $$
     WITH q AS (
         SELECT q.id, q.window_buffer, q.delayed_processing, q.min_pop_wait_time,
@@ -35,7 +37,12 @@ CREATE OR REPLACE FUNCTION queen.log_pending_partitions_v1(
     pending AS (
         SELECT p.id, p.name,
                CASE WHEN c.worker_id IS NOT NULL AND c.lease_expires_at >= now()
-                    THEN c.lease_expires_at END AS lease_expires_at
+                    THEN c.lease_expires_at END AS lease_expires_at,
+               CASE WHEN q.window_buffer > 0
+                    THEN (SELECT s.created_at FROM queen.log_segments s
+                          WHERE s.partition_id = p.id
+                          ORDER BY s.base_offset DESC LIMIT 1)
+                         + make_interval(secs => q.window_buffer) END AS window_ends_at
         FROM q
         JOIN queen.log_partitions p ON p.queue_id = q.id
         LEFT JOIN queen.log_consumers c
@@ -47,6 +54,6 @@ CREATE OR REPLACE FUNCTION queen.log_pending_partitions_v1(
         LIMIT p_limit
     )
     SELECT q.registered, q.window_buffer, q.delayed_processing, q.min_pop_wait_time,
-           pending.id, pending.name, pending.lease_expires_at
+           pending.id, pending.name, pending.lease_expires_at, pending.window_ends_at
     FROM q LEFT JOIN pending ON true;
 $$;

@@ -125,8 +125,19 @@ pub struct ReseedResult {
     pub registered: bool,
     /// The queue's settings.
     pub deferral: Deferral,
-    /// Partitions that may hold messages, with a live lease's expiry.
-    pub pending: Vec<(PartitionRef, Option<Instant>)>,
+    /// Partitions that may hold messages.
+    pub pending: Vec<PendingRef>,
+}
+
+/// A partition the reseed found, with what holds it back.
+#[derive(Debug)]
+pub struct PendingRef {
+    /// The partition.
+    pub partition: PartitionRef,
+    /// A live lease's expiry.
+    pub lease_until: Option<Instant>,
+    /// The end of its windowBuffer quiet period.
+    pub window_until: Option<Instant>,
 }
 
 /// The SQL wildcard pop ran, so the group's first-contact seed exists.
@@ -200,6 +211,7 @@ pub struct GroupActor {
     next_reseed: Instant,
     reseeding: bool,
     pending: HashMap<i64, i64>,
+    window_until: HashMap<i64, Instant>,
     hints: Vec<PartitionRef>,
     lent: usize,
     last_used: Instant,
@@ -228,6 +240,7 @@ impl GroupActor {
             next_reseed: Instant::now(),
             reseeding: false,
             pending: HashMap::new(),
+            window_until: HashMap::new(),
             hints: Vec::new(),
             lent: 0,
             last_used: Instant::now(),
@@ -240,7 +253,17 @@ impl GroupActor {
         }
     }
 
+    /// The one way into the ring: a partition inside its windowBuffer quiet period goes
+    /// (or stays) on the wheel until the period ends, whoever offers it.
     fn offer(&mut self, partition: PartitionRef) {
+        if let Some(until) = self.window_until.get(&partition.id).copied() {
+            if until > Instant::now() {
+                self.ring.remove(partition.id);
+                self.wheel.schedule(partition, until);
+                return;
+            }
+            self.window_until.remove(&partition.id);
+        }
         self.wheel.remove(partition.id);
         self.ring.push(partition);
     }
@@ -251,9 +274,11 @@ impl GroupActor {
             return;
         }
         for p in due {
-            self.ring.push(p);
+            self.offer(p);
         }
-        self.wake(WakeSource::Wheel);
+        if !self.ring.is_empty() {
+            self.wake(WakeSource::Wheel);
+        }
     }
 
     fn idle(&mut self) -> bool {
@@ -331,7 +356,7 @@ impl Handler<CheckIn> for GroupActor {
             .saturating_sub(msg.verdicts.len() + msg.unused.len());
         let returned = !msg.unused.is_empty();
         for p in msg.unused {
-            self.ring.push(p);
+            self.offer(p);
         }
         for (p, verdict) in msg.verdicts {
             match verdict {
@@ -371,13 +396,19 @@ impl Handler<Reseeded> for GroupActor {
         self.deferral = Some(result.deferral);
         self.next_reseed = Instant::now() + self.reseed_every;
         let now = Instant::now();
-        for (p, lease) in result.pending {
-            match lease {
+        for found in result.pending {
+            let p = found.partition;
+            if let Some(until) = found.window_until.filter(|t| *t > now) {
+                let later = self
+                    .window_until
+                    .get(&p.id)
+                    .map_or(until, |t| (*t).max(until));
+                self.window_until.insert(p.id, later);
+            }
+            match found.lease_until {
                 Some(until) if until > now => self.wheel.schedule(p, until),
                 _ if self.wheel.due_at(p.id).is_some() => {}
-                _ => {
-                    self.ring.push(p);
-                }
+                _ => self.offer(p),
             }
         }
         if !self.ring.is_empty() || !self.registered {
@@ -409,13 +440,11 @@ impl Handler<PushLanded> for GroupActor {
             match self.deferral {
                 Some(d) if !d.window.is_zero() => {
                     // A new segment restarts the quiet period: off the ring until it ends.
-                    self.ring.remove(p.id);
-                    self.wheel.schedule(p, Instant::now() + d.window);
+                    self.window_until.insert(p.id, Instant::now() + d.window);
+                    self.offer(p);
                     return;
                 }
-                _ => {
-                    self.ring.push(p);
-                }
+                _ => self.offer(p),
             }
         }
         self.wake(msg.source);

@@ -23,7 +23,7 @@ const POP_LIST: &str = "SELECT verdict, retry_at, pending_after, queue_name, par
      msg_count, created_at, codec, producer, blob \
      FROM queen.log_pop_list_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 const PENDING: &str = "SELECT registered, window_buffer, delayed_processing, min_pop_wait_time, \
-     partition_id, partition_name, lease_expires_at \
+     partition_id, partition_name, lease_expires_at, window_ends_at \
      FROM queen.log_pending_partitions_v1($1, $2, $3, $4)";
 
 /// Which partitions a pop may claim from.
@@ -312,8 +312,21 @@ pub struct PendingPartitions {
     pub delayed_processing: i32,
     /// min_pop_wait_time, ms.
     pub min_pop_wait_ms: i32,
-    /// (id, name, live lease expiry) of partitions that may hold messages.
-    pub partitions: Vec<(i64, String, Option<DateTime<Utc>>)>,
+    /// Partitions that may hold messages.
+    pub partitions: Vec<PendingPartition>,
+}
+
+/// One partition the reseed found.
+#[derive(Debug, Clone)]
+pub struct PendingPartition {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// A live lease's expiry.
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    /// When its windowBuffer quiet period ends (windowBuffer queues only).
+    pub window_ends_at: Option<DateTime<Utc>>,
 }
 
 /// `queen.log_pending_partitions_v1`: the ring's reseed and the queue's deferral settings.
@@ -338,7 +351,12 @@ pub async fn pending_partitions(
         out.delayed_processing = row.get(2);
         out.min_pop_wait_ms = row.get(3);
         if let Some(id) = row.get::<_, Option<i64>>(4) {
-            out.partitions.push((id, row.get(5), row.get(6)));
+            out.partitions.push(PendingPartition {
+                id,
+                name: row.get(5),
+                lease_expires_at: row.get(6),
+                window_ends_at: row.get(7),
+            });
         }
     }
     Ok(out)

@@ -9,7 +9,9 @@ use actix::Addr;
 use chrono::{DateTime, Utc};
 
 use super::{Delivery, Pop};
-use crate::actors::group::{CheckIn, Deferral, GroupActor, ReseedResult, Reseeded, Verdict};
+use crate::actors::group::{
+    CheckIn, Deferral, GroupActor, PendingRef, ReseedResult, Reseeded, Verdict,
+};
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::MIN_POP_WAIT_IN_USE;
@@ -131,14 +133,13 @@ pub(super) async fn reseed(pop: &Pop<'_>, key: &GroupKey) -> Result<(), DbError>
         pending: found
             .partitions
             .into_iter()
-            .map(|(id, name, lease)| {
-                (
-                    PartitionRef {
-                        id,
-                        name: name.into(),
-                    },
-                    lease.map(instant),
-                )
+            .map(|p| PendingRef {
+                partition: PartitionRef {
+                    id: p.id,
+                    name: p.name.into(),
+                },
+                lease_until: p.lease_expires_at.map(instant),
+                window_until: p.window_ends_at.map(instant),
             })
             .collect(),
     })));
