@@ -44,7 +44,6 @@ DECLARE
     v_pid    bigint;
     v_rows   queen.log_pop_row[];
     v_name   text;
-    v_row    queen.log_pop_row;
 BEGIN
     SELECT q.id, q.lease_time INTO v_qid, v_lease
     FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
@@ -66,24 +65,7 @@ BEGIN
     END IF;
 
     -- Resolved after the claim, in a later command: see the header.
-    SELECT p.id, p.name INTO v_pid, v_name FROM queen.log_partitions p WHERE p.id = v_pid;
-
-    FOREACH v_row IN ARRAY v_rows LOOP
-        queue_name := p_queue;
-        partition_name := v_name;
-        partition_id := v_pid;
-        delivery_attempt := v_row.delivery_attempt;
-        claim_start := v_row.claim_start;
-        claim_end := v_row.claim_end;
-        base_offset := v_row.base_offset;
-        start_idx := v_row.start_idx;
-        take := v_row.take;
-        msg_count := v_row.msg_count;
-        created_at := v_row.created_at;
-        codec := v_row.codec;
-        producer := v_row.producer;
-        blob := v_row.blob;
-        RETURN NEXT;
-    END LOOP;
+    SELECT p.name INTO v_name FROM queen.log_partitions p WHERE p.id = v_pid;
+    RETURN QUERY SELECT p_queue, v_name, r.* FROM unnest(v_rows) r;
 END;
 $$;

@@ -58,7 +58,7 @@ DECLARE
     v_claimed    integer := 0;
     v_got        integer;
     v_cand       record;
-    v_row        record;
+    v_rows       queen.log_pop_row[];
 BEGIN
     IF p_batch IS NULL OR p_batch <= 0 OR p_partitions IS NULL OR p_partitions <= 0 THEN
         RETURN;
@@ -130,28 +130,11 @@ BEGIN
         ORDER BY random()
         LIMIT v_cap
     LOOP
-        v_got := 0;
-        FOR v_row IN
-            SELECT * FROM queen.log_pop_v1(v_qid, v_cand.id, p_group, p_worker, v_budget,
-                                           v_lease, p_auto_ack, p_sub_mode, p_sub_from, false)
-        LOOP
-            v_got := v_got + v_row.take;
-            queue_name := p_queue;
-            partition_name := v_cand.name;
-            partition_id := v_row.partition_id;
-            delivery_attempt := v_row.delivery_attempt;
-            claim_start := v_row.claim_start;
-            claim_end := v_row.claim_end;
-            base_offset := v_row.base_offset;
-            start_idx := v_row.start_idx;
-            take := v_row.take;
-            msg_count := v_row.msg_count;
-            created_at := v_row.created_at;
-            codec := v_row.codec;
-            producer := v_row.producer;
-            blob := v_row.blob;
-            RETURN NEXT;
-        END LOOP;
+        SELECT array_agg(r) INTO v_rows
+        FROM queen.log_pop_v1(v_qid, v_cand.id, p_group, p_worker, v_budget, v_lease,
+                              p_auto_ack, p_sub_mode, p_sub_from, false) r;
+        v_got := coalesce((SELECT sum(r.take) FROM unnest(v_rows) r), 0);
+        RETURN QUERY SELECT p_queue, v_cand.name, r.* FROM unnest(v_rows) r;
         IF v_got > 0 THEN
             v_claimed := v_claimed + 1;
             v_budget := v_budget - v_got;

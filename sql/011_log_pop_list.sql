@@ -64,7 +64,7 @@ DECLARE
     v_got        integer;
     v_pid        bigint;
     v_name       text;
-    v_row        record;
+    v_rows       queen.log_pop_row[];
     v_end        bigint;
     v_c          record;
     v_last       bigint;
@@ -98,33 +98,14 @@ BEGIN
             CONTINUE;
         END IF;
 
-        v_got := 0;
-        FOR v_row IN
-            SELECT * FROM queen.log_pop_v1(v_qid, v_pid, p_group, p_worker, v_budget, v_lease,
-                                           p_auto_ack, p_sub_mode, p_sub_from, p_skip_window)
-        LOOP
-            v_got := v_got + v_row.take;
-            v_end := v_row.claim_end;
-            verdict := 'row';
-            retry_at := NULL;
-            pending_after := NULL;
-            queue_name := p_queue;
-            partition_name := v_name;
-            partition_id := v_row.partition_id;
-            delivery_attempt := v_row.delivery_attempt;
-            claim_start := v_row.claim_start;
-            claim_end := v_row.claim_end;
-            base_offset := v_row.base_offset;
-            start_idx := v_row.start_idx;
-            take := v_row.take;
-            msg_count := v_row.msg_count;
-            created_at := v_row.created_at;
-            codec := v_row.codec;
-            producer := v_row.producer;
-            blob := v_row.blob;
-            RETURN NEXT;
-        END LOOP;
-
+        SELECT array_agg(r) INTO v_rows
+        FROM queen.log_pop_v1(v_qid, v_pid, p_group, p_worker, v_budget, v_lease,
+                              p_auto_ack, p_sub_mode, p_sub_from, p_skip_window) r;
+        SELECT coalesce(sum(r.take), 0), max(r.claim_end) INTO v_got, v_end
+        FROM unnest(v_rows) r;
+        RETURN QUERY
+            SELECT 'row'::text, NULL::timestamptz, NULL::bigint, p_queue, v_name, r.*
+            FROM unnest(v_rows) r;
         IF v_got > 0 THEN
             v_claimed := v_claimed + 1;
             v_budget := v_budget - v_got;
@@ -181,17 +162,12 @@ BEGIN
         v_pending := v_pending || greatest(v_last - coalesce(v_c.committed, -1), 0);
     END LOOP;
 
-    FOR i IN 1 .. coalesce(cardinality(p_candidates), 0) LOOP
-        verdict := v_verdicts[i];
-        retry_at := v_retry[i];
-        pending_after := v_pending[i];
-        queue_name := p_queue;
-        partition_name := v_names[i];
-        partition_id := p_candidates[i];
-        delivery_attempt := NULL; claim_start := NULL; claim_end := NULL; base_offset := NULL;
-        start_idx := NULL; take := NULL; msg_count := NULL; created_at := NULL; codec := NULL;
-        producer := NULL; blob := NULL;
-        RETURN NEXT;
-    END LOOP;
+    RETURN QUERY
+        SELECT v.verdict, v.retry_at, v.pending, p_queue, v.name, v.pid,
+               NULL::integer, NULL::bigint, NULL::bigint, NULL::bigint, NULL::integer,
+               NULL::integer, NULL::integer, NULL::timestamptz, NULL::smallint, NULL::text,
+               NULL::bytea
+        FROM unnest(v_verdicts, v_retry, v_pending, v_names, p_candidates)
+             AS v (verdict, retry_at, pending, name, pid);
 END;
 $$;

@@ -20,7 +20,7 @@ pub fn spawn_refresher(broker: Arc<Broker>) -> tokio::task::JoinHandle<()> {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let result = match broker.db.conn().await {
+            let result = match broker.db.background_conn().await {
                 Ok(mut conn) => maintenance(&mut conn).await,
                 Err(e) => Err(e),
             };

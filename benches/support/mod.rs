@@ -39,10 +39,12 @@ pub async fn fresh_database(
     name: &str,
 ) -> anyhow::Result<tokio_postgres::Config> {
     let admin = connect(&pg.pg_config("postgres")).await?;
+    // Two statements: DROP/CREATE DATABASE cannot share an implicit transaction.
     admin
-        .batch_execute(&format!(
-            "DROP DATABASE IF EXISTS \"{name}\"; CREATE DATABASE \"{name}\""
-        ))
+        .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\""))
+        .await?;
+    admin
+        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
         .await?;
     Ok(pg.pg_config(name))
 }

@@ -317,7 +317,12 @@ impl Handler<PlanPop> for GroupActor {
                 hints: std::mem::take(&mut self.hints),
             });
         }
-        let reseed_due = self.deferral.is_none() || Instant::now() >= self.next_reseed;
+        // A ready ring is served first (a woken pop should not pay for a reseed), unless the
+        // reseed is long overdue; an unknown deferral config always reseeds first.
+        let now = Instant::now();
+        let reseed_due = self.deferral.is_none()
+            || (now >= self.next_reseed && self.ring.is_empty())
+            || now >= self.next_reseed + 2 * self.reseed_every;
         if reseed_due && !self.reseeding {
             self.reseeding = true;
             return MessageResult(PopPlan::Reseed);

@@ -65,8 +65,11 @@ pub struct Manager {
 /// Pool counters, for `/metrics`.
 #[derive(Debug, Default)]
 pub struct PoolStats {
-    /// Connections ever checked out.
+    /// Connections ever checked out for requests.
     pub checkouts: AtomicU64,
+    /// Connections ever checked out by background tasks (the maintenance refresher), kept
+    /// apart so request-path counters show only what requests cost.
+    pub background_checkouts: AtomicU64,
     /// Connections dropped instead of reused (statement timeout, lost connection).
     pub quarantined: AtomicU64,
 }
@@ -140,9 +143,21 @@ impl Db {
         Ok(db)
     }
 
-    /// Checks out a connection; waits at most the pool timeout.
+    /// Checks out a connection for a request; waits at most the pool timeout.
     pub async fn conn(&self) -> Result<Conn<'_>, DbError> {
         self.stats.checkouts.fetch_add(1, Ordering::Relaxed);
+        self.get().await
+    }
+
+    /// Checks out a connection for a background task (counted apart from requests).
+    pub async fn background_conn(&self) -> Result<Conn<'_>, DbError> {
+        self.stats
+            .background_checkouts
+            .fetch_add(1, Ordering::Relaxed);
+        self.get().await
+    }
+
+    async fn get(&self) -> Result<Conn<'_>, DbError> {
         self.pool.get().await.map_err(|e| match e {
             bb8::RunError::TimedOut => DbError::PoolExhausted,
             bb8::RunError::User(e) => DbError::Connect(e),

@@ -184,25 +184,27 @@ pub async fn claim(
         }
     };
     let rows = rows.map_err(|e| conn.note(e))?;
-    Ok(rows
-        .iter()
-        .map(|row| ClaimedSlice {
-            queue: row.get(0),
-            partition: row.get(1),
-            partition_id: row.get(2),
-            delivery_attempt: row.get(3),
-            claim_start: row.get(4),
-            claim_end: row.get(5),
-            base_offset: row.get(6),
-            start_idx: row.get(7),
-            take: row.get(8),
-            msg_count: row.get(9),
-            created_at: row.get(10),
-            codec: row.get(11),
-            producer: row.get(12),
-            blob: row.get(13),
-        })
-        .collect())
+    Ok(rows.iter().map(|row| slice(row, 0)).collect())
+}
+
+/// Reads the fourteen slice columns starting at column `at` (queue_name).
+fn slice(row: &tokio_postgres::Row, at: usize) -> ClaimedSlice {
+    ClaimedSlice {
+        queue: row.get(at),
+        partition: row.get(at + 1),
+        partition_id: row.get(at + 2),
+        delivery_attempt: row.get(at + 3),
+        claim_start: row.get(at + 4),
+        claim_end: row.get(at + 5),
+        base_offset: row.get(at + 6),
+        start_idx: row.get(at + 7),
+        take: row.get(at + 8),
+        msg_count: row.get(at + 9),
+        created_at: row.get(at + 10),
+        codec: row.get(at + 11),
+        producer: row.get(at + 12),
+        blob: row.get(at + 13),
+    }
 }
 
 /// `queen.log_has_pending_v1`: false means definitively nothing to deliver to the group.
@@ -273,22 +275,7 @@ pub async fn claim_list(
     for row in rows {
         let verdict: String = row.get(0);
         if verdict == "row" {
-            slices.push(ClaimedSlice {
-                queue: row.get(3),
-                partition: row.get(4),
-                partition_id: row.get(5),
-                delivery_attempt: row.get(6),
-                claim_start: row.get(7),
-                claim_end: row.get(8),
-                base_offset: row.get(9),
-                start_idx: row.get(10),
-                take: row.get(11),
-                msg_count: row.get(12),
-                created_at: row.get(13),
-                codec: row.get(14),
-                producer: row.get(15),
-                blob: row.get(16),
-            });
+            slices.push(slice(&row, 3));
         } else {
             verdicts.push(CandidateVerdict {
                 partition_id: row.get(5),

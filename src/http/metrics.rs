@@ -26,6 +26,7 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         "idle": idle,
         "inUse": connections.saturating_sub(idle),
         "checkoutsTotal": stats.checkouts.load(Ordering::Relaxed),
+        "backgroundCheckoutsTotal": stats.background_checkouts.load(Ordering::Relaxed),
         "quarantined": stats.quarantined.load(Ordering::Relaxed),
     });
     body["groups"] = json!(broker.registry.stats().await);
