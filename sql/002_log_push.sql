@@ -41,6 +41,7 @@ DECLARE
     v_count      integer := cardinality(p_txn_ids);
     v_created    timestamptz;
     v_prev_at    timestamptz;
+    v_inserted   text[];
 BEGIN
     IF v_count IS NULL OR v_count = 0 OR v_count <> cardinality(p_msg_ids) THEN
         RAISE EXCEPTION 'log_push_v1: transaction and message id arrays must be non-empty and equal'
@@ -67,17 +68,27 @@ BEGIN
         FOR UPDATE;
     END IF;
 
-    RETURN QUERY
-        SELECT v_pid, true, d.transaction_id, d.message_id, d.message_offset
-        FROM queen.dedup d
-        WHERE d.partition_id = v_pid AND d.transaction_id = ANY (p_txn_ids);
-    IF FOUND THEN
+    -- Dedup: insert first and let the primary key find repeats (one index probe per
+    -- message instead of a lookup and then an insert). The partition lock means nobody
+    -- else inserts for this partition meanwhile. If any id was already stored, undo this
+    -- call's rows and report the stored ones instead.
+    WITH inserted AS (
+        INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
+        SELECT v_pid, t.txn, v_last + t.ord, t.mid
+        FROM unnest(p_txn_ids, p_msg_ids) WITH ORDINALITY AS t (txn, mid, ord)
+        ON CONFLICT (partition_id, transaction_id) DO NOTHING
+        RETURNING transaction_id
+    )
+    SELECT array_agg(i.transaction_id) INTO v_inserted FROM inserted i;
+    IF coalesce(cardinality(v_inserted), 0) < v_count THEN
+        DELETE FROM queen.dedup d
+        WHERE d.partition_id = v_pid AND d.transaction_id = ANY (v_inserted);
+        RETURN QUERY
+            SELECT v_pid, true, d.transaction_id, d.message_id, d.message_offset
+            FROM queen.dedup d
+            WHERE d.partition_id = v_pid AND d.transaction_id = ANY (p_txn_ids);
         RETURN;
     END IF;
-
-    INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
-    SELECT v_pid, t.txn, v_last + t.ord, t.mid
-    FROM unnest(p_txn_ids, p_msg_ids) WITH ORDINALITY AS t (txn, mid, ord);
 
     -- created_at must never go backwards within a partition (delayedProcessing and
     -- windowBuffer rely on it); the lock above orders pushes, the GREATEST guards the clock.
