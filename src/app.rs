@@ -127,7 +127,10 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             .wrap(NormalizePath::new(TrailingSlash::MergeOnly))
             .configure(routes)
     })
-    .on_connect(crate::http::client::remember_socket)
+    // A client that closes its connection ends its request: actix then drops the handler's
+    // future, so a parked pop leaves without claiming and lent candidates go back to the
+    // ring (the default, half-closed connections allowed, would run it to its deadline).
+    .h1_allow_half_closed(false)
     .workers(config.http.workers)
     .shutdown_timeout(HTTP_SHUTDOWN_TIMEOUT.as_secs())
     .disable_signals()

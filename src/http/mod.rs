@@ -4,7 +4,6 @@
 //! `health`); status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
-pub mod client;
 pub mod configure;
 pub mod error;
 pub mod health;

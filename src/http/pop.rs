@@ -6,11 +6,10 @@ use std::time::Duration;
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
-use super::client;
 use super::query::Query;
 use super::{ApiError, AppState};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
-use crate::log::pop::{pop, ClientProbe, PopRequest, Scope, SubscriptionMode};
+use crate::log::pop::{pop, PopRequest, Scope, SubscriptionMode};
 
 mod render;
 
@@ -71,8 +70,7 @@ async fn serve(
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
-    let mut request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
-    request.client = client::probe(req);
+    let request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
     let delivery = pop(&state.broker, &state.tenant(req), &request).await?;
     match delivery {
         None => Ok(HttpResponse::NoContent().finish()),
@@ -127,7 +125,6 @@ fn parse_request(
         },
         subscription_mode,
         subscription_from,
-        client: ClientProbe::never(),
     })
 }
 

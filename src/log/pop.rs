@@ -7,7 +7,6 @@
 //! with no permit and no connection), then a permit and a connection, then SQL.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::MailboxError;
@@ -76,35 +75,6 @@ pub struct PopRequest {
     pub subscription_mode: SubscriptionMode,
     /// Start time of a new group; wins over the mode.
     pub subscription_from: Option<DateTime<Utc>>,
-    /// Tells whether the client has gone away (checked before claiming after a wait).
-    pub client: ClientProbe,
-}
-
-/// Asks whether the client of a pop has gone away.
-#[derive(Clone)]
-pub struct ClientProbe(Option<Arc<dyn Fn() -> bool + Send + Sync>>);
-
-impl ClientProbe {
-    /// A probe backed by a check.
-    pub fn new(check: impl Fn() -> bool + Send + Sync + 'static) -> Self {
-        ClientProbe(Some(Arc::new(check)))
-    }
-
-    /// A client that never goes away (no socket to look at).
-    pub fn never() -> Self {
-        ClientProbe(None)
-    }
-
-    /// True when the client is known to be gone.
-    pub fn gone(&self) -> bool {
-        self.0.as_ref().is_some_and(|check| check())
-    }
-}
-
-impl std::fmt::Debug for ClientProbe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientProbe")
-    }
 }
 
 /// What a pop claimed: segment slices under one lease.
@@ -163,11 +133,10 @@ impl Pop<'_> {
         })
     }
 
-    /// Time left to wait; none when not waiting, past the deadline, or the client is gone.
+    /// Time left to wait; none when not waiting or past the deadline.
     fn time_left(&self) -> Option<Duration> {
         let now = Instant::now();
-        (self.req.wait && now < self.deadline && !self.req.client.gone())
-            .then(|| self.deadline - now)
+        (self.req.wait && now < self.deadline).then(|| self.deadline - now)
     }
 
     /// Waits for a wake or one backoff interval (whichever comes first), holding nothing.
@@ -177,18 +146,31 @@ impl Pop<'_> {
             return false;
         };
         let pause = wait_interval(attempt, &self.broker.config.pop).min(left);
-        let parked = &self.broker.metrics.parked;
-        parked.fetch_add(1, Ordering::Relaxed);
-        let woke = match gate {
+        let _parked = Parked::count(&self.broker.metrics);
+        match gate {
             Some(gate) => matches!(tokio::time::timeout(pause, gate).await, Ok(Ok(_))),
             None => {
                 tokio::time::sleep(pause).await;
                 false
             }
-        };
-        parked.fetch_sub(1, Ordering::Relaxed);
-        // A client that left while we waited gets nothing claimed for it.
-        woke && !self.req.client.gone()
+        }
+    }
+}
+
+/// Counts a parked pop for as long as it lives (a pop dropped mid-wait, when its client
+/// left, is uncounted too).
+struct Parked<'a>(&'a Metrics);
+
+impl<'a> Parked<'a> {
+    fn count(metrics: &'a Metrics) -> Self {
+        metrics.parked.fetch_add(1, Ordering::Relaxed);
+        Parked(metrics)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.0.parked.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -224,9 +206,6 @@ pub async fn pop(
             };
             let mut attempt = 0;
             loop {
-                if req.client.gone() {
-                    return Ok(None);
-                }
                 if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
                     return Ok(Some(d));
                 }
@@ -254,9 +233,6 @@ async fn serve_partition(
     let key = group_key(pop, queue);
     let mut attempt = 0;
     loop {
-        if pop.req.client.gone() {
-            return Ok(None);
-        }
         if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
             return Ok(Some(d));
         }
@@ -278,9 +254,6 @@ async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery
     let mut attempt = 0u32;
     let mut hold_until: Option<Instant> = None;
     loop {
-        if pop.req.client.gone() {
-            return Ok(None);
-        }
         let plan = plan(pop, &key).await;
         let gate = match plan {
             PopPlan::Empty { parked } => parked,
