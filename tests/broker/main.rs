@@ -3,6 +3,12 @@
 
 mod support;
 
+mod ack;
 mod binary;
 mod concurrency;
+mod failures;
 mod harness;
+mod hotlist;
+mod pop;
+mod push;
+mod wakes;

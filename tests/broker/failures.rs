@@ -1,0 +1,216 @@
+//! Refusals and failures as clients see them: maintenance mode on every node of a database,
+//! an exhausted pool and a statement timeout.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::{eventually, payloads, TestBroker};
+use crate::wakes::{counter, spawn_get};
+
+/// Sets pop maintenance mode through one node.
+async fn set_maintenance(b: &TestBroker, on: bool) {
+    let (status, body) = b
+        .post("/api/v1/system/maintenance", &json!({ "pop": on }))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["pop"], on, "{body}");
+}
+
+/// Pop maintenance mode as a node sees it.
+async fn maintenance_on(b: &TestBroker) -> bool {
+    let (status, body) = b.get("/api/v1/system/maintenance").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["pop"].as_bool().expect("pop is a boolean")
+}
+
+/// A waiting pop in maintenance answers 204 at once, even though messages exist.
+async fn assert_refused_at_once(b: &TestBroker, group: &str) {
+    let started = Instant::now();
+    let (status, body) = b
+        .get(&format!(
+            "/api/v1/pop/queue/maint?consumerGroup={group}&wait=true&timeout=3000"
+        ))
+        .await;
+    let took = started.elapsed();
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert_eq!(body, Value::Null);
+    assert!(
+        took < Duration::from_millis(500),
+        "a pop in maintenance answered after {took:?}, not at once"
+    );
+}
+
+/// Maintenance mode answers 204 while messages exist, on both nodes of one database, and
+/// ends: pops deliver again once it is switched off.
+#[actix_rt::test]
+async fn maintenance_mode_answers_204_on_every_node_and_ends() {
+    // Arrange
+    let a = TestBroker::start().await;
+    let b = TestBroker::start_on(a.pg.clone(), &[]).await;
+    a.push("maint", "Default", &[json!("m0"), json!("m1")])
+        .await;
+
+    // Act 1
+    set_maintenance(&a, true).await;
+    let switched = Instant::now();
+    let seen_by_b = eventually(Duration::from_secs(3), || async {
+        maintenance_on(&b).await.then(|| switched.elapsed())
+    })
+    .await;
+
+    // Assert 1
+    assert!(maintenance_on(&a).await);
+    assert_refused_at_once(&a, "ga").await;
+    let seen_by_b = seen_by_b.expect("node B never saw maintenance mode");
+    eprintln!("node B saw maintenance mode after {seen_by_b:?}");
+    assert!(
+        seen_by_b < Duration::from_millis(1200),
+        "node B saw maintenance mode only after {seen_by_b:?}"
+    );
+    assert_refused_at_once(&b, "gb").await;
+    assert!(counter(&a, "/pops/maintenance").await >= 1);
+    assert!(counter(&b, "/pops/maintenance").await >= 1);
+
+    // Act 2
+    set_maintenance(&a, false).await;
+    let b_off = eventually(Duration::from_secs(3), || async {
+        (!maintenance_on(&b).await).then_some(())
+    })
+    .await;
+
+    // Assert 2
+    assert!(b_off.is_some(), "node B never left maintenance mode");
+    let from_a = a
+        .pop_messages("/api/v1/pop/queue/maint?consumerGroup=ga&batch=10")
+        .await;
+    assert_eq!(payloads(&from_a), vec![json!("m0"), json!("m1")]);
+    let from_b = b
+        .pop_messages("/api/v1/pop/queue/maint?consumerGroup=gb&batch=10")
+        .await;
+    assert_eq!(payloads(&from_b), vec![json!("m0"), json!("m1")]);
+}
+
+/// Blocks pushes to a partition (which must exist) from a direct SQL transaction.
+async fn lock_partition(b: &TestBroker, name: &str) -> tokio_postgres::Client {
+    let client = b.sql().await;
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .execute(
+            "SELECT 1 FROM queen.log_partitions WHERE name = $1 FOR UPDATE",
+            &[&name],
+        )
+        .await
+        .unwrap();
+    client
+}
+
+/// Waits until some backend of the broker's database waits on a lock.
+async fn wait_for_lock_waiter(b: &TestBroker) {
+    let watcher = b.sql().await;
+    let waiting = eventually(Duration::from_secs(5), || async {
+        let n: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        (n >= 1).then_some(())
+    })
+    .await;
+    assert!(waiting.is_some(), "the push never waited on the row lock");
+}
+
+/// An exhausted pool answers 500 `{"error":"pool"}`, for a push and for a pop.
+#[actix_rt::test]
+async fn an_exhausted_pool_answers_500_pool() {
+    // Arrange: one connection, held by a push blocked on the partition's row lock.
+    let b =
+        TestBroker::start_with(&[("DB_POOL_SIZE", "1"), ("QUEEN_POOL_TIMEOUT_MS", "300")]).await;
+    b.push("exhaust", "p", &[json!("first")]).await;
+    let locker = lock_partition(&b, "p").await;
+    let blocked = {
+        let (http, url) = (b.http.clone(), b.url("/api/v1/push"));
+        let body =
+            json!({ "items": [{ "queue": "exhaust", "partition": "p", "payload": "blocked" }] });
+        tokio::spawn(async move { http.post(&url).json(&body).send().await })
+    };
+    wait_for_lock_waiter(&b).await;
+
+    // Act
+    let (push_status, push_body) = b
+        .post(
+            "/api/v1/push",
+            &json!({ "items": [{ "queue": "exhaust", "partition": "other", "payload": 1 }] }),
+        )
+        .await;
+    let (pop_status, pop_body) = b.get("/api/v1/pop/queue/exhaust").await;
+    locker.batch_execute("COMMIT").await.unwrap();
+    let first = blocked.await.expect("push task").expect("push answered");
+
+    // Assert
+    assert_eq!(
+        push_status,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "{push_body}"
+    );
+    assert_eq!(push_body, json!({ "error": "pool" }));
+    assert_eq!(pop_status, StatusCode::INTERNAL_SERVER_ERROR, "{pop_body}");
+    assert_eq!(pop_body, json!({ "error": "pool" }));
+    assert!(
+        first.status().is_success(),
+        "the blocked push failed once the lock went: {}",
+        first.status()
+    );
+}
+
+/// A statement timeout answers 500 with "timeout" in the error, and the connection that
+/// ran it is dropped from the pool.
+#[actix_rt::test]
+async fn a_statement_timeout_answers_500_and_quarantines_the_connection() {
+    // Arrange
+    let b = TestBroker::start_with(&[("QUEEN_STATEMENT_TIMEOUT_MS", "300")]).await;
+    b.push("slow", "p", &[json!("first")]).await;
+    let quarantined_before = counter(&b, "/pool/quarantined").await;
+    let locker = lock_partition(&b, "p").await;
+
+    // Act
+    let started = Instant::now();
+    let (status, body) = b
+        .post(
+            "/api/v1/push",
+            &json!({ "items": [{ "queue": "slow", "partition": "p", "payload": "late" }] }),
+        )
+        .await;
+    let took = started.elapsed();
+    locker.batch_execute("ROLLBACK").await.unwrap();
+
+    // Assert
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    let error = body["error"].as_str().unwrap_or_default();
+    assert!(error.contains("timeout"), "{body}");
+    assert!(
+        took < Duration::from_secs(3),
+        "the timeout took {took:?} (statement timeout 300 ms)"
+    );
+    let quarantined = eventually(Duration::from_secs(2), || async {
+        let q = counter(&b, "/pool/quarantined").await;
+        (q > quarantined_before).then_some(q)
+    })
+    .await;
+    assert!(
+        quarantined.is_some(),
+        "the timed-out connection went back to the pool"
+    );
+    // The pool recovers: the same push works once the lock is gone.
+    b.push("slow", "p", &[json!("after")]).await;
+    let got = spawn_get(&b, "/api/v1/pop/queue/slow?batch=10")
+        .await
+        .expect("pop task")
+        .messages();
+    assert_eq!(payloads(&got), vec![json!("first"), json!("after")]);
+}
