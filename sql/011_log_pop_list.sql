@@ -82,17 +82,19 @@ BEGIN
 
     FOR i IN 1 .. coalesce(cardinality(p_candidates), 0) LOOP
         v_pid := p_candidates[i];
+        IF v_claimed >= p_partitions OR v_budget <= 0 THEN
+            -- Not even looked up: the pop is full, the candidate goes back as it was.
+            v_names := v_names || NULL::text;
+            v_verdicts := v_verdicts || 'skipped'::text;
+            v_retry := v_retry || NULL::timestamptz;
+            v_pending := v_pending || 0::bigint;
+            CONTINUE;
+        END IF;
         SELECT p.name, p.last_offset INTO v_name, v_last
         FROM queen.log_partitions p WHERE p.id = v_pid AND p.queue_id = v_qid;
         v_names := v_names || v_name;
         IF v_name IS NULL THEN
             v_verdicts := v_verdicts || 'drained'::text;
-            v_retry := v_retry || NULL::timestamptz;
-            v_pending := v_pending || 0::bigint;
-            CONTINUE;
-        END IF;
-        IF v_claimed >= p_partitions OR v_budget <= 0 THEN
-            v_verdicts := v_verdicts || 'skipped'::text;
             v_retry := v_retry || NULL::timestamptz;
             v_pending := v_pending || 0::bigint;
             CONTINUE;

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub wakes_ack: AtomicU64,
     /// Wakes by the revisit wheel.
     pub wakes_wheel: AtomicU64,
+    /// Wakes by candidates checked back into the ring.
+    pub wakes_returned: AtomicU64,
     /// Long-polls parked right now.
     pub parked: AtomicI64,
     /// Under-full claims held by the minimum pop wait.
@@ -51,6 +53,7 @@ impl Metrics {
             WakeSource::Peer => &self.wakes_peer,
             WakeSource::Ack => &self.wakes_ack,
             WakeSource::Wheel => &self.wakes_wheel,
+            WakeSource::Returned => &self.wakes_returned,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -84,6 +87,7 @@ impl Metrics {
                 "peer": get(&self.wakes_peer),
                 "ack": get(&self.wakes_ack),
                 "wheel": get(&self.wakes_wheel),
+                "returned": get(&self.wakes_returned),
             },
         })
     }

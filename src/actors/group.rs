@@ -359,7 +359,6 @@ impl Handler<CheckIn> for GroupActor {
         self.lent = self
             .lent
             .saturating_sub(msg.verdicts.len() + msg.unused.len());
-        let returned = !msg.unused.is_empty();
         for p in msg.unused {
             self.offer(p);
         }
@@ -385,8 +384,9 @@ impl Handler<CheckIn> for GroupActor {
                 Verdict::Busy | Verdict::Skipped => self.offer(p),
             }
         }
-        if returned && !self.ring.is_empty() {
-            self.wake(WakeSource::Wheel);
+        // Pops that found the ring empty while these were lent may now have work.
+        if !self.ring.is_empty() {
+            self.wake(WakeSource::Returned);
         }
     }
 }

@@ -17,6 +17,8 @@ pub enum WakeSource {
     Ack,
     /// The revisit wheel found a partition due.
     Wheel,
+    /// A pop checked lent candidates back into the ring (skipped, busy, or with more left).
+    Returned,
 }
 
 /// Parked long-polls of one group.
