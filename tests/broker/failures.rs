@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::support::fixtures::{counter, spawn_get};
 use crate::support::{eventually, payloads, TestBroker};
-use crate::wakes::{counter, spawn_get};
 
 /// Sets pop maintenance mode through one node.
 async fn set_maintenance(b: &TestBroker, on: bool) {

@@ -1,0 +1,190 @@
+//! Lease extension, configure and health over HTTP, and the refusal of a malformed ack.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::support::fixtures::{consumer_row, entry, numbers, partition_id, sql_count};
+use crate::support::TestBroker;
+
+/// A bodiless lease extend renews every partition claimed under the lease.
+#[actix_rt::test]
+async fn extending_a_lease_with_no_body_renews_every_partition_under_it() {
+    // Arrange
+    let b = TestBroker::start().await;
+    b.push("extend", "A", &[json!("a")]).await;
+    b.push("extend", "B", &[json!("b")]).await;
+    let (_, popped) = b
+        .get("/api/v1/pop/queue/extend?partitions=2&leaseSeconds=5")
+        .await;
+    assert_eq!(popped["partitionsClaimed"], 2, "{popped}");
+    let lease = popped["leaseId"].as_str().unwrap().to_owned();
+
+    // Act
+    let (status, answer) = post_empty(&b, &format!("/api/v1/lease/{lease}/extend")).await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["success"], true, "{answer}");
+    assert!(
+        answer["renewed"].as_i64().is_some_and(|n| n >= 2),
+        "{answer}"
+    );
+    assert!(answer["newExpiresAt"].is_string(), "{answer}");
+    let renewed = sql_count(
+        &b,
+        &format!(
+            "SELECT count(*) FROM queen.log_consumers WHERE worker_id = '{lease}' \
+             AND lease_expires_at > now() + interval '30 seconds'"
+        ),
+    )
+    .await;
+    assert_eq!(
+        renewed, 2,
+        "both partition leases run to the queue's lease time"
+    );
+}
+
+/// Extending an unknown lease answers success false with HTTP 200.
+#[actix_rt::test]
+async fn extending_an_unknown_lease_answers_success_false_with_http_200() {
+    // Arrange
+    let b = TestBroker::start().await;
+
+    // Act
+    let (status, answer) = post_empty(
+        &b,
+        "/api/v1/lease/00000000-0000-7000-8000-000000000000/extend",
+    )
+    .await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["success"], false, "{answer}");
+    assert_eq!(answer["renewed"], 0, "{answer}");
+}
+
+/// Configure answers configured:true, stores its options (an upsert), and pops use its leaseTime.
+#[actix_rt::test]
+async fn configure_answers_configured_and_stores_its_options() {
+    // Arrange
+    let b = TestBroker::start().await;
+    let body = |lease: i64| {
+        json!({
+            "queue": "cfg", "namespace": "ns", "task": "tk",
+            "options": { "leaseTime": lease, "retryLimit": 4, "priority": 5,
+                         "delayedProcessing": 0, "windowBuffer": 0, "someFutureKey": "kept" },
+        })
+    };
+
+    // Act
+    let (status, answer) = b.post("/api/v1/configure", &body(17)).await;
+    b.push("cfg", "Default", &[json!(1)]).await;
+    let popped = b.pop_messages("/api/v1/pop/queue/cfg").await;
+    let (again_status, again) = b.post("/api/v1/configure", &body(30)).await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["configured"], true, "{answer}");
+    assert_eq!(answer["queue"], "cfg");
+    assert_eq!(answer["options"]["leaseTime"], 17, "{answer}");
+    assert_eq!(again_status, StatusCode::OK, "{again}");
+    assert_eq!(again["configured"], true, "{again}");
+    let sql = b.sql().await;
+    let rows = sql
+        .query(
+            "SELECT namespace, task, lease_time, retry_limit, priority, delayed_processing, \
+             window_buffer FROM queen.queues WHERE name = 'cfg'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "configure is an upsert");
+    let r = &rows[0];
+    assert_eq!(r.get::<_, Option<String>>(0).as_deref(), Some("ns"));
+    assert_eq!(r.get::<_, Option<String>>(1).as_deref(), Some("tk"));
+    assert_eq!(r.get::<_, Option<i32>>(2), Some(30));
+    assert_eq!(r.get::<_, i32>(3), 4);
+    assert_eq!(r.get::<_, i32>(4), 5);
+    assert_eq!(r.get::<_, i32>(5), 0);
+    assert_eq!(r.get::<_, i32>(6), 0);
+    assert_eq!(popped.len(), 1);
+    let lease_seconds: f64 = sql
+        .query_one(
+            "SELECT extract(epoch FROM lease_expires_at - lease_acquired_at)::float8 \
+             FROM queen.log_consumers WHERE worker_id = $1",
+            &[&popped[0]["leaseId"].as_str().unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        lease_seconds, 17.0,
+        "a pop leases for the queue's leaseTime"
+    );
+}
+
+/// GET /health answers 200 with status healthy.
+#[actix_rt::test]
+async fn health_answers_200_healthy() {
+    // Arrange
+    let b = TestBroker::start().await;
+
+    // Act
+    let (status, body) = b.get("/health").await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "healthy", "{body}");
+}
+
+/// An ack without a partitionId answers 400 with a JSON error and applies nothing.
+#[actix_rt::test]
+async fn an_ack_without_a_partition_id_answers_400_and_applies_nothing() {
+    // Arrange
+    let b = TestBroker::start().await;
+    b.push("malformed", "Default", &numbers(0..2)).await;
+    let batch = b.pop_messages("/api/v1/pop/queue/malformed").await;
+    let pid = partition_id(&batch[0]);
+    let lease = batch[0]["leaseId"].as_str().unwrap().to_owned();
+    let mut no_partition = entry(&batch[1], "completed", None);
+    no_partition.as_object_mut().unwrap().remove("partitionId");
+
+    // Act
+    let (single, single_body) = b.post("/api/v1/ack", &no_partition).await;
+    let (many, many_body) = b
+        .post(
+            "/api/v1/ack/batch",
+            &json!({
+                "acknowledgments": [entry(&batch[0], "completed", None), no_partition],
+                "consumerGroup": null,
+            }),
+        )
+        .await;
+
+    // Assert
+    for (status, body) in [(single, &single_body), (many, &many_body)] {
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "no JSON error in {body}"
+        );
+    }
+    assert_eq!(
+        consumer_row(&b, pid, "__QUEUE_MODE__").await,
+        (-1, Some(lease)),
+        "the valid entry of a refused batch was applied"
+    );
+}
+
+/// POSTs with no body and no content type, as the client's lease extend does.
+async fn post_empty(b: &TestBroker, path: &str) -> (StatusCode, Value) {
+    let response = b.http.post(b.url(path)).send().await.expect("request");
+    let status = response.status();
+    let bytes = response.bytes().await.expect("answer");
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).expect("a JSON answer")
+    };
+    (status, body)
+}
