@@ -30,6 +30,10 @@ const EMBEDDED_DATABASE: &str = "queen";
 const EMBEDDED_USER: &str = "queen";
 /// How long a graceful stop waits for in-flight requests.
 const HTTP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client may take to send a request's head before it is answered 408. actix's
+/// 5 s default turned into 408s for acks from busy consumers on a loaded machine; a broker
+/// behind a load balancer does not need a tight bound here.
+const HTTP_REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why the broker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +135,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     // future, so a parked pop leaves without claiming and lent candidates go back to the
     // ring (the default, half-closed connections allowed, would run it to its deadline).
     .h1_allow_half_closed(false)
+    .client_request_timeout(HTTP_REQUEST_HEAD_TIMEOUT)
     .workers(config.http.workers)
     .shutdown_timeout(HTTP_SHUTDOWN_TIMEOUT.as_secs())
     .disable_signals()
