@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod drain;
 pub mod fixtures;
 pub mod postgres;
 
