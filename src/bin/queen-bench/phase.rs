@@ -250,6 +250,9 @@ pub fn spawn_ticker(progress: Arc<Progress>) -> tokio::task::JoinHandle<()> {
         loop {
             interval.tick().await;
             let (label, done) = progress.read();
+            if label.is_empty() {
+                continue;
+            }
             let rate = if label == last.0 {
                 done.saturating_sub(last.1)
             } else {
