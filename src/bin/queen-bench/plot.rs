@@ -39,7 +39,7 @@ pub fn partitions_png(path: &Path, title: &str, series: &[Series]) -> anyhow::Re
         bail!("no partition scenarios among the results: nothing to plot");
     }
     let x_max = all.iter().map(|p| p.0).fold(1.0, f64::max) * 2.0;
-    let y_max = all.iter().map(|p| p.1).fold(1.0, f64::max) * 1.15;
+    let y_max = all.iter().map(|p| p.1).fold(1.0, f64::max) * 1.45;
 
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE)?;

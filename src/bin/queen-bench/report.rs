@@ -154,7 +154,9 @@ fn method(w: &mut String) {
         "## Method\n\n\
          Each scenario is one `queen-bench run`. It starts `target/release/queen` on a fresh \
          embedded PostgreSQL (defaults: HTTP workers = cores, `DB_POOL_SIZE` 20, zstd level \
-         1) and runs, in order, each phase after a `CHECKPOINT`:\n\n\
+         1) and runs, in order, each phase after a `CHECKPOINT`, always with 4 producers and 4 \
+         consumers (each one keep-alive HTTP connection, or one PostgreSQL connection for the \
+         baseline and the ceiling) and a pop batch equal to the push batch:\n\n\
          1. **broker push**: the producers push JSON batches (one partition per request, \
          partitions round robin, a transaction id per message) until the message count;\n\
          2. **broker pop+ack**: the consumers pop leased batches (`wait=true`) and ack each \
