@@ -87,7 +87,8 @@ pub struct RunArgs {
     /// Length of the latency phase (producers paced, consumers live); 0 skips it.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub live: Duration,
-    /// Offered load of the latency phase, as a fraction of the slower system's sustainable rate.
+    /// Offered load of the latency phase, as a fraction of the slower system's capacity (push and
+    /// pop+ack sharing the cores).
     #[arg(long, default_value_t = 0.5, value_parser = parse_fraction)]
     pub live_load: f64,
     /// Long-poll deadline of each broker pop; also the baseline's longest idle sleep.

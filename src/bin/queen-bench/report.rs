@@ -168,7 +168,8 @@ fn method(w: &mut String) {
          own segment code and INSERTs the row straight into a copy of `queen.log_segments` \
          (then again with the per-message `dedup` rows the broker also writes);\n\
          5. **latency**: producers paced at the same offered load for both systems (a fraction \
-         of the slower one's sustainable rate) while consumers run; latency is push request \
+         of the slower one's capacity with push and pop+ack sharing the cores, i.e. \
+         1 / (1/push rate + groups/pop+ack rate)) while consumers run; latency is push request \
          sent → message delivered to the consumer.\n\n\
          **The baseline** is the queue people write themselves (the shape of pgmq): one row per \
          message (`msg_id` identity primary key, `read_ct`, `enqueued_at`, `vt`, `message \

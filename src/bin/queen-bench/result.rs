@@ -56,7 +56,7 @@ pub struct Scenario {
     pub groups: u32,
     /// Bytes per message document.
     pub payload: usize,
-    /// Offered load of the latency phase, as a fraction of the slower system's rate.
+    /// Offered load of the latency phase, as a fraction of the slower system's capacity.
     pub live_load: f64,
 }
 

@@ -180,7 +180,7 @@ async fn measure(
     };
 
     // Latency at the same offered load for both: a fraction of the slower one's rate.
-    let sustainable = |s: &SystemResult| s.push.rate.min(s.drain.rate / groups as f64);
+    let sustainable = |s: &SystemResult| live_capacity(s.push.rate, s.drain.rate, groups);
     let mut offered = sustainable(&broker);
     if let Some((b, _, _)) = &baseline_parts {
         offered = offered.min(sustainable(b));
@@ -245,6 +245,17 @@ async fn measure(
         baseline,
         ceiling,
     })
+}
+
+/// Messages per second a system can take in and hand out at once, from its push rate and its
+/// pop+ack rate (deliveries, `groups` per message) each measured alone: in the latency phase
+/// producers and consumers share the same cores, so a message costs the time of its push
+/// plus that of its deliveries (the harmonic combination, not the smaller of the two).
+fn live_capacity(push_rate: f64, drain_rate: f64, groups: usize) -> f64 {
+    if push_rate <= 0.0 || drain_rate <= 0.0 {
+        return 0.0;
+    }
+    1.0 / (1.0 / push_rate + groups as f64 / drain_rate)
 }
 
 struct Ctx<'a> {
@@ -404,5 +415,17 @@ impl Meter {
             tool_cpu_s: after.tool - before.tool,
             wal_bytes: after.wal.zip(before.wal).map(|(a, b)| a - b),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::live_capacity;
+
+    #[test]
+    fn push_and_delivery_share_the_cores_in_the_latency_phase() {
+        assert_eq!(live_capacity(40_000.0, 40_000.0, 1), 20_000.0);
+        assert_eq!(live_capacity(30_000.0, 60_000.0, 2), 15_000.0);
+        assert_eq!(live_capacity(0.0, 1.0, 1), 0.0);
     }
 }
