@@ -1,0 +1,95 @@
+//! `queen-bench`: drives a running Queen broker over HTTP, and the same workload against a
+//! row-per-message `FOR UPDATE SKIP LOCKED` queue on the same PostgreSQL, in the same run.
+//!
+//! Map: [`args`] (command line), [`run`] (one scenario's phases) over [`phase`] (push and
+//! drain, any system) and the systems [`broker`], [`baseline`] and [`ceiling`] (all behind
+//! [`system`]), with [`workload`] (the messages), [`verify`] (exactly-once), [`stats`]
+//! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
+//! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG).
+
+mod args;
+mod baseline;
+mod broker;
+mod ceiling;
+mod cpu;
+mod pg;
+mod phase;
+mod plot;
+mod report;
+mod result;
+mod run;
+mod spawn;
+mod stats;
+mod system;
+mod verify;
+mod workload;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(run_args) => {
+            let command = shell_words(std::env::args());
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(anyhow::Error::from)
+                .and_then(|rt| rt.block_on(run_and_write(run_args, command)))
+        }
+        Command::Report(report_args) => report::write(&report_args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("queen-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_and_write(args: args::RunArgs, command: String) -> anyhow::Result<()> {
+    // Ctrl-C drops the run, whose guard stops a broker this tool started.
+    let result = tokio::select! {
+        r = run::run(&args, command) => r?,
+        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted"),
+    };
+    print!("{}", result.render());
+    if let Some(path) = &args.out {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_vec_pretty(&result)?)?;
+        eprintln!("result written to {}", path.display());
+    }
+    let clean =
+        result.broker.exactly_once() && result.baseline.as_ref().map_or(true, |b| b.exactly_once());
+    anyhow::ensure!(clean, "a system did not deliver exactly once (see above)");
+    Ok(())
+}
+
+/// The command line as one string a shell would run again.
+fn shell_words(args: impl Iterator<Item = String>) -> String {
+    args.enumerate()
+        .map(|(i, a)| {
+            let a = if i == 0 {
+                "target/release/queen-bench".to_owned()
+            } else {
+                a
+            };
+            if a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_=./:,".contains(c))
+            {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

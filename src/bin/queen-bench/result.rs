@@ -1,0 +1,306 @@
+//! A run's figures: the JSON result file, and the table printed at the end of a run.
+//!
+//! Ratios are always computed from figures measured in the same run (these machines are
+//! shared and noisy; absolute numbers alone mean little).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::args::size_label;
+use crate::stats::Latency;
+use crate::verify::VerifyReport;
+
+/// Everything one `queen-bench run` measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Scenario name (`--label`, or derived from the options).
+    pub name: String,
+    /// The command line that produced this result.
+    pub command: String,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Cores of the machine (shared by PostgreSQL, the broker and this tool).
+    pub cores: usize,
+    /// The scenario's options.
+    pub scenario: Scenario,
+    /// PostgreSQL's version and the settings that decide what a write costs.
+    pub postgres: BTreeMap<String, String>,
+    /// Extra environment the broker was started with.
+    pub broker_env: Vec<(String, String)>,
+    /// The broker's figures.
+    pub broker: SystemResult,
+    /// The row-per-message baseline's figures.
+    pub baseline: Option<SystemResult>,
+    /// The raw PostgreSQL ceiling of the push path.
+    pub ceiling: Option<Ceiling>,
+}
+
+/// The options that define a scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Producer connections.
+    pub producers: u32,
+    /// Consumer connections.
+    pub consumers: usize,
+    /// Messages per push.
+    pub batch: u32,
+    /// Messages per pop.
+    pub pop_batch: u32,
+    /// Partitions per pop.
+    pub pop_partitions: u32,
+    /// Partitions of the queue.
+    pub partitions: u32,
+    /// Consumer groups (0: queue mode).
+    pub groups: u32,
+    /// Bytes per message document.
+    pub payload: usize,
+    /// Offered load of the latency phase, as a fraction of the slower system's capacity.
+    pub live_load: f64,
+}
+
+/// One system's phases.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SystemResult {
+    /// Producers only.
+    pub push: Phase,
+    /// Consumers only, from the backlog the push left.
+    pub drain: Phase,
+    /// Exactly-once verdict of the drain.
+    pub drain_check: VerifyReport,
+    /// Producers paced, consumers live: end-to-end latency.
+    pub live: Option<Live>,
+}
+
+/// One timed phase and what it cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Phase {
+    /// Messages pushed, or distinct deliveries (a message counts once per group).
+    pub messages: u64,
+    /// Seconds the phase took.
+    pub seconds: f64,
+    /// messages / seconds.
+    pub rate: f64,
+    /// Broker CPU seconds in the phase (none for SQL-only systems or an unknown pid).
+    pub broker_cpu_s: Option<f64>,
+    /// PostgreSQL CPU seconds (postmaster and children), when on this machine.
+    pub pg_cpu_s: Option<f64>,
+    /// This tool's CPU seconds.
+    pub tool_cpu_s: f64,
+    /// WAL bytes written.
+    pub wal_bytes: Option<i64>,
+}
+
+/// The latency phase.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Live {
+    /// Messages per second offered (the same for broker and baseline).
+    pub offered_rate: f64,
+    /// Messages pushed.
+    pub messages: u64,
+    /// Push to delivery, per delivered message.
+    pub latency: Option<Latency>,
+    /// Exactly-once verdict of the phase.
+    pub check: VerifyReport,
+}
+
+/// The raw insert ceiling.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// Segment rows only.
+    pub segments: Phase,
+    /// Segment rows plus one dedup row per message, as the broker stores.
+    pub segments_dedup: Phase,
+}
+
+impl SystemResult {
+    /// CPU seconds per million messages pushed, over push and drain together.
+    fn per_million(&self, f: impl Fn(&Phase) -> Option<f64>) -> Option<f64> {
+        let total = f(&self.push)? + f(&self.drain)?;
+        (self.push.messages > 0).then(|| total / (self.push.messages as f64 / 1e6))
+    }
+
+    /// Broker CPU s per million messages (push + pop + ack).
+    pub fn broker_cpu_per_m(&self) -> Option<f64> {
+        self.per_million(|p| p.broker_cpu_s)
+    }
+
+    /// PostgreSQL CPU s per million messages (push + pop + ack).
+    pub fn pg_cpu_per_m(&self) -> Option<f64> {
+        self.per_million(|p| p.pg_cpu_s)
+    }
+
+    /// This tool's CPU s per million messages.
+    pub fn tool_cpu_per_m(&self) -> Option<f64> {
+        self.per_million(|p| Some(p.tool_cpu_s))
+    }
+
+    /// WAL bytes per message, push and drain together.
+    pub fn wal_per_msg(&self) -> Option<f64> {
+        let total = self.push.wal_bytes? + self.drain.wal_bytes?;
+        (self.push.messages > 0).then(|| total as f64 / self.push.messages as f64)
+    }
+
+    /// True when the drain and the latency phase were both exactly once.
+    pub fn exactly_once(&self) -> bool {
+        self.drain_check.exactly_once()
+            && self.live.as_ref().map_or(true, |l| l.check.exactly_once())
+    }
+}
+
+impl RunResult {
+    /// broker push / baseline enqueue.
+    pub fn push_ratio(&self) -> Option<f64> {
+        ratio(self.broker.push.rate, self.baseline.as_ref()?.push.rate)
+    }
+
+    /// broker pop+ack / baseline dequeue+delete.
+    pub fn pop_ratio(&self) -> Option<f64> {
+        ratio(self.broker.drain.rate, self.baseline.as_ref()?.drain.rate)
+    }
+
+    /// broker push / raw segment inserts, and / segments plus dedup rows.
+    pub fn ceiling_fractions(&self) -> Option<(f64, f64)> {
+        let c = self.ceiling.as_ref()?;
+        Some((
+            ratio(self.broker.push.rate, c.segments.rate)?,
+            ratio(self.broker.push.rate, c.segments_dedup.rate)?,
+        ))
+    }
+
+    /// The table printed at the end of a run.
+    pub fn render(&self) -> String {
+        let s = &self.scenario;
+        let mut out = String::new();
+        let mode = if s.groups == 0 {
+            "queue mode".to_owned()
+        } else {
+            format!("{} consumer groups", s.groups)
+        };
+        let _ = writeln!(
+            out,
+            "\n{}: {} messages, {} producers, {} consumers, push batch {}, pop batch {}, \
+             {} partitions, {mode}, payload {}",
+            self.name,
+            self.broker.push.messages,
+            s.producers,
+            s.consumers,
+            s.batch,
+            s.pop_batch,
+            s.partitions,
+            size_label(s.payload)
+        );
+        let _ = writeln!(
+            out,
+            "PostgreSQL, the broker and this tool share this machine's {} cores: read the ratios.\n",
+            self.cores
+        );
+        let b = &self.broker;
+        let base = self.baseline.as_ref();
+        let _ = writeln!(
+            out,
+            "{:<30} {:>12} {:>12} {:>8}",
+            "", "broker", "baseline", "ratio"
+        );
+        let mut row = |name: &str, x: Option<f64>, y: Option<f64>, digits: usize| {
+            let cell = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.digits$}"));
+            let r = match (x, y) {
+                (Some(x), Some(y)) => ratio(x, y).map_or("-".to_owned(), |r| format!("{r:.2}x")),
+                _ => "-".to_owned(),
+            };
+            let _ = writeln!(out, "{name:<30} {:>12} {:>12} {r:>8}", cell(x), cell(y));
+        };
+        row(
+            "push msg/s",
+            Some(b.push.rate),
+            base.map(|x| x.push.rate),
+            0,
+        );
+        row(
+            "pop+ack msg/s",
+            Some(b.drain.rate),
+            base.map(|x| x.drain.rate),
+            0,
+        );
+        let lat = |s: Option<&SystemResult>, f: fn(&Latency) -> f64| {
+            s.and_then(|s| s.live.as_ref()?.latency.as_ref().map(f))
+        };
+        row(
+            "latency p50 ms",
+            lat(Some(b), |l| l.p50_ms),
+            lat(base, |l| l.p50_ms),
+            1,
+        );
+        row(
+            "latency p95 ms",
+            lat(Some(b), |l| l.p95_ms),
+            lat(base, |l| l.p95_ms),
+            1,
+        );
+        row(
+            "latency p99 ms",
+            lat(Some(b), |l| l.p99_ms),
+            lat(base, |l| l.p99_ms),
+            1,
+        );
+        row("broker CPU s / M msgs", b.broker_cpu_per_m(), None, 1);
+        row(
+            "PostgreSQL CPU s / M msgs",
+            b.pg_cpu_per_m(),
+            base.and_then(|x| x.pg_cpu_per_m()),
+            1,
+        );
+        row(
+            "load tool CPU s / M msgs",
+            b.tool_cpu_per_m(),
+            base.and_then(|x| x.tool_cpu_per_m()),
+            1,
+        );
+        row(
+            "WAL bytes / msg",
+            b.wal_per_msg(),
+            base.and_then(|x| x.wal_per_msg()),
+            0,
+        );
+        if let Some(live) = &b.live {
+            let _ = writeln!(
+                out,
+                "(latency: push to delivery at {:.0} msg/s offered to both)",
+                live.offered_rate
+            );
+        }
+        let verdict = |s: &SystemResult| if s.exactly_once() { "yes" } else { "NO" };
+        let _ = writeln!(
+            out,
+            "exactly once: broker {}{}",
+            verdict(b),
+            base.map_or(String::new(), |x| format!(", baseline {}", verdict(x)))
+        );
+        for (who, s) in std::iter::once(("broker", b)).chain(base.map(|x| ("baseline", x))) {
+            if !s.exactly_once() {
+                let _ = writeln!(out, "  {who} drain: {:?}", s.drain_check);
+                if let Some(l) = &s.live {
+                    let _ = writeln!(out, "  {who} live: {:?}", l.check);
+                }
+            }
+        }
+        if let (Some(c), Some((f1, f2))) = (&self.ceiling, self.ceiling_fractions()) {
+            let _ = writeln!(
+                out,
+                "raw PostgreSQL ceiling: {:.0} msg/s (segment rows), {:.0} msg/s (+ dedup rows); \
+                 broker push = {:.0}% / {:.0}% of it",
+                c.segments.rate,
+                c.segments_dedup.rate,
+                f1 * 100.0,
+                f2 * 100.0
+            );
+        }
+        out
+    }
+}
+
+/// x / y, when y is a real rate.
+pub fn ratio(x: f64, y: f64) -> Option<f64> {
+    (y > 0.0 && x.is_finite() && y.is_finite()).then(|| x / y)
+}
