@@ -82,11 +82,14 @@ BEGIN
     SELECT array_agg(i.transaction_id) INTO v_inserted FROM inserted i;
     IF coalesce(cardinality(v_inserted), 0) < v_count THEN
         DELETE FROM queen.dedup d
-        WHERE d.partition_id = v_pid AND d.transaction_id = ANY (v_inserted);
+        USING unnest(v_inserted) AS t (txn)
+        WHERE d.partition_id = v_pid AND d.transaction_id = t.txn;
+        -- One primary-key probe per id (a plain "= ANY" lets the planner read the whole
+        -- partition's rows and filter them).
         RETURN QUERY
             SELECT v_pid, true, d.transaction_id, d.message_id, d.message_offset
-            FROM queen.dedup d
-            WHERE d.partition_id = v_pid AND d.transaction_id = ANY (p_txn_ids);
+            FROM unnest(p_txn_ids) AS t (txn)
+            JOIN queen.dedup d ON d.partition_id = v_pid AND d.transaction_id = t.txn;
         RETURN;
     END IF;
 
