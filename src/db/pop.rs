@@ -5,6 +5,7 @@
 //! them into messages is the pop path's business, not this module's.
 
 use chrono::{DateTime, Utc};
+use tokio_postgres::types::ToSql;
 
 use super::{DbError, PgConn};
 
@@ -113,76 +114,63 @@ pub async fn claim(
     p: &ClaimParams<'_>,
 ) -> Result<Vec<ClaimedSlice>, DbError> {
     let worker = (!p.auto_ack).then_some(p.worker);
-    let rows = match scope {
-        PopScope::Wildcard { queue } => {
-            let st = conn
-                .statement("log_pop_wildcard_bin_v1", POP_WILDCARD)
-                .await?;
-            conn.client()
-                .query(
-                    &st,
-                    &[
-                        &p.tenant,
-                        queue,
-                        &p.group,
-                        &worker,
-                        &p.batch,
-                        &p.partitions,
-                        &p.lease_seconds,
-                        &p.auto_ack,
-                        &p.subscription_mode,
-                        &p.subscription_from,
-                    ],
-                )
-                .await
-                .map_err(|e| DbError::query("log_pop_wildcard_bin_v1", e))
-        }
-        PopScope::Specific { queue, partition } => {
-            let st = conn.statement("log_pop_specific_v1", POP_SPECIFIC).await?;
-            conn.client()
-                .query(
-                    &st,
-                    &[
-                        &p.tenant,
-                        queue,
-                        partition,
-                        &p.group,
-                        &worker,
-                        &p.batch,
-                        &p.lease_seconds,
-                        &p.auto_ack,
-                        &p.subscription_mode,
-                        &p.subscription_from,
-                    ],
-                )
-                .await
-                .map_err(|e| DbError::query("log_pop_specific_v1", e))
-        }
-        PopScope::Discover { namespace, task } => {
-            let st = conn
-                .statement("log_pop_discover_wire_v1", POP_DISCOVER)
-                .await?;
-            conn.client()
-                .query(
-                    &st,
-                    &[
-                        &p.tenant,
-                        namespace,
-                        task,
-                        &p.group,
-                        &worker,
-                        &p.batch,
-                        &p.partitions,
-                        &p.lease_seconds,
-                        &p.auto_ack,
-                        &p.subscription_mode,
-                        &p.subscription_from,
-                    ],
-                )
-                .await
-                .map_err(|e| DbError::query("log_pop_discover_wire_v1", e))
-        }
+    let (op, sql, params): (&'static str, &'static str, Vec<&(dyn ToSql + Sync)>) = match scope {
+        PopScope::Wildcard { queue } => (
+            "log_pop_wildcard_bin_v1",
+            POP_WILDCARD,
+            vec![
+                &p.tenant,
+                queue,
+                &p.group,
+                &worker,
+                &p.batch,
+                &p.partitions,
+                &p.lease_seconds,
+                &p.auto_ack,
+                &p.subscription_mode,
+                &p.subscription_from,
+            ],
+        ),
+        PopScope::Specific { queue, partition } => (
+            "log_pop_specific_v1",
+            POP_SPECIFIC,
+            vec![
+                &p.tenant,
+                queue,
+                partition,
+                &p.group,
+                &worker,
+                &p.batch,
+                &p.lease_seconds,
+                &p.auto_ack,
+                &p.subscription_mode,
+                &p.subscription_from,
+            ],
+        ),
+        PopScope::Discover { namespace, task } => (
+            "log_pop_discover_wire_v1",
+            POP_DISCOVER,
+            vec![
+                &p.tenant,
+                namespace,
+                task,
+                &p.group,
+                &worker,
+                &p.batch,
+                &p.partitions,
+                &p.lease_seconds,
+                &p.auto_ack,
+                &p.subscription_mode,
+                &p.subscription_from,
+            ],
+        ),
     };
+    let st = conn.statement(op, sql).await?;
+    let rows = conn
+        .client()
+        .query(&st, &params)
+        .await
+        .map_err(|e| DbError::query(op, e));
     let rows = rows.map_err(|e| conn.note(e))?;
     Ok(rows.iter().map(|row| slice(row, 0)).collect())
 }
