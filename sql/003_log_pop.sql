@@ -20,12 +20,33 @@
 --   Never waits on another transaction. Locks: the claimed consumer row until the end of
 --   the caller's transaction; a transaction advisory lock when it creates the row.
 
--- The row of queen.log_pop_v1, as a type, so the wrappers can hold claimed rows.
+-- The row of queen.log_pop_v1, as a type, so the wrappers can hold claimed rows, and the
+-- row every pop procedure answers.
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
                    WHERE n.nspname = 'queen' AND t.typname = 'log_pop_row') THEN
         CREATE TYPE queen.log_pop_row AS (
+            partition_id     bigint,
+            delivery_attempt integer,
+            claim_start      bigint,
+            claim_end        bigint,
+            base_offset      bigint,
+            start_idx        integer,
+            take             integer,
+            msg_count        integer,
+            created_at       timestamptz,
+            codec            smallint,
+            producer         text,
+            blob             bytea
+        );
+    END IF;
+    -- The same row with the queue and partition names, as every pop procedure answers it.
+    IF NOT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+                   WHERE n.nspname = 'queen' AND t.typname = 'log_pop_wire_row') THEN
+        CREATE TYPE queen.log_pop_wire_row AS (
+            queue_name       text,
+            partition_name   text,
             partition_id     bigint,
             delivery_attempt integer,
             claim_start      bigint,
@@ -103,20 +124,7 @@ CREATE OR REPLACE FUNCTION queen.log_pop_v1(
     p_sub_mode      text,
     p_sub_from      timestamptz,
     p_skip_window   boolean
-) RETURNS TABLE (
-    partition_id     bigint,
-    delivery_attempt integer,
-    claim_start      bigint,
-    claim_end        bigint,
-    base_offset      bigint,
-    start_idx        integer,
-    take             integer,
-    msg_count        integer,
-    created_at       timestamptz,
-    codec            smallint,
-    producer         text,
-    blob             bytea
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_pop_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_now        timestamptz := now();
@@ -144,7 +152,6 @@ DECLARE
     v_producers  text[] := '{}';
     v_blobs      bytea[] := '{}';
     v_attempt    integer;
-    i            integer;
 BEGIN
     IF p_budget IS NULL OR p_budget <= 0 THEN
         RETURN;
@@ -299,20 +306,8 @@ BEGIN
         WHERE c.partition_id = p_pid AND c.consumer_group = p_group;
     END IF;
 
-    FOR i IN 1 .. cardinality(v_bases) LOOP
-        partition_id := p_pid;
-        delivery_attempt := v_attempt;
-        claim_start := v_start;
-        claim_end := v_end;
-        base_offset := v_bases[i];
-        start_idx := v_idx[i];
-        take := v_takes[i];
-        msg_count := v_counts[i];
-        created_at := v_times[i];
-        codec := v_codecs[i];
-        producer := v_producers[i];
-        blob := v_blobs[i];
-        RETURN NEXT;
-    END LOOP;
+    RETURN QUERY
+        SELECT p_pid, v_attempt, v_start, v_end, u.*
+        FROM unnest(v_bases, v_idx, v_takes, v_counts, v_times, v_codecs, v_producers, v_blobs) u;
 END;
 $$;

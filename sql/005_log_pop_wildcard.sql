@@ -27,22 +27,7 @@ CREATE OR REPLACE FUNCTION queen.log_pop_wildcard_bin_v1(
     p_auto_ack      boolean,
     p_sub_mode      text,
     p_sub_from      timestamptz
-) RETURNS TABLE (
-    queue_name       text,
-    partition_name   text,
-    partition_id     bigint,
-    delivery_attempt integer,
-    claim_start      bigint,
-    claim_end        bigint,
-    base_offset      bigint,
-    start_idx        integer,
-    take             integer,
-    msg_count        integer,
-    created_at       timestamptz,
-    codec            smallint,
-    producer         text,
-    blob             bytea
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_pop_wire_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_now        timestamptz := now();
