@@ -1,0 +1,389 @@
+//! A cluster of real `queen` processes over one database of the shared test PostgreSQL.
+//!
+//! Owns the processes: free ports picked before any node starts (so a restarted node comes
+//! back where its peers expect it), one log file per node, hard kills, restarts, and the
+//! teardown that stops every node and fails the test if a node panicked or died on its own.
+//! What the nodes are asked to do (push, pop, ack, metrics) lives in [`super::node`].
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_postgres::config::Host;
+
+use super::node::Node;
+use crate::support::{eventually, postgres};
+
+/// How long a node may take to answer `/health` after it was spawned: a debug build applies
+/// the schema on a fresh database, possibly while other tests load both cores.
+const START_WITHIN: Duration = Duration::from_secs(60);
+/// How long a node may take to exit after SIGTERM before it is killed: the broker's own HTTP
+/// drain is 5 s, so anything longer is a hang.
+const STOP_WITHIN: Duration = Duration::from_secs(8);
+/// Lines of each node's log printed when a test fails.
+const LOG_TAIL_LINES: usize = 40;
+
+/// How the nodes of a cluster are set up.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Give every node the full peer list (`QUEEN_PEERS`); without it a node has no peers.
+    pub mesh: bool,
+    /// `QUEEN_MESH_SECRET`, when set.
+    pub secret: Option<String>,
+    /// Extra settings for every node (they win over the harness's defaults).
+    pub env: Vec<(String, String)>,
+}
+
+impl Options {
+    /// Nodes connected by the mesh.
+    pub fn meshed() -> Self {
+        Options {
+            mesh: true,
+            secret: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// Nodes that share the database but have no peers (the mesh is cut).
+    pub fn cut() -> Self {
+        Options {
+            mesh: false,
+            ..Self::meshed()
+        }
+    }
+
+    /// Adds one setting for every node.
+    pub fn with(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Sets the mesh secret.
+    pub fn secret(mut self, secret: &str) -> Self {
+        self.secret = Some(secret.to_owned());
+        self
+    }
+}
+
+/// N `queen` processes sharing one database.
+pub struct TestCluster {
+    nodes: Vec<Node>,
+    processes: Vec<Process>,
+    database_url: String,
+    /// The database, for direct SQL assertions.
+    pub pg: tokio_postgres::Config,
+    cluster_name: String,
+    options: Options,
+    dir: Option<tempfile::TempDir>,
+}
+
+/// One node's process and log. `child` is `None` once the node exited or was killed on
+/// purpose, so teardown only calls a node dead when it went away on its own.
+struct Process {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl TestCluster {
+    /// Starts `n` nodes (ids `a`, `b`, `c`, ...) on a fresh database and waits until every
+    /// one answers `/health`.
+    pub async fn start(n: usize, options: Options) -> Self {
+        let pg = postgres::fresh_database().await;
+        let database_url = connection_url(&pg);
+        let dir = tempfile::Builder::new()
+            .prefix("queen-nodes-")
+            .tempdir()
+            .expect("a folder for the node logs");
+        // Every port is taken before any node starts: each node's peer list names them all.
+        let nodes: Vec<Node> = (0..n)
+            .map(|i| Node::new(node_id(i), free_port(), free_port()))
+            .collect();
+        let cluster_name = format!(
+            "nodes-{}-{}",
+            std::process::id(),
+            pg.get_dbname().unwrap_or("db")
+        );
+        let processes = nodes
+            .iter()
+            .map(|node| Process {
+                child: None,
+                log: dir.path().join(format!("node-{}.log", node.id)),
+            })
+            .collect();
+        let mut cluster = TestCluster {
+            nodes,
+            processes,
+            database_url,
+            pg,
+            cluster_name,
+            options,
+            dir: Some(dir),
+        };
+        for i in 0..n {
+            cluster.spawn(i);
+        }
+        for i in 0..n {
+            cluster.wait_healthy(i).await;
+        }
+        cluster
+    }
+
+    /// Node `i`.
+    pub fn node(&self, i: usize) -> &Node {
+        &self.nodes[i]
+    }
+
+    /// Every node.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Kills node `i` with SIGKILL (no shutdown of any kind) and reaps it.
+    pub fn kill_hard(&mut self, i: usize) {
+        let process = &mut self.processes[i];
+        let mut child = process.child.take().expect("the node is running");
+        signal(&child, libc::SIGKILL);
+        child.wait().expect("reap the killed node");
+    }
+
+    /// Starts node `i` again on the same ports and waits until it answers `/health`.
+    pub async fn restart(&mut self, i: usize) {
+        assert!(
+            self.processes[i].child.is_none(),
+            "node {i} is still running"
+        );
+        // The old process's pooled connections are dead: start with a fresh client.
+        self.nodes[i].http = super::node::client();
+        self.spawn(i);
+        self.wait_healthy(i).await;
+    }
+
+    /// A direct SQL connection to the cluster's database.
+    pub async fn sql(&self) -> tokio_postgres::Client {
+        let (client, connection) = self
+            .pg
+            .connect(tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test database");
+        tokio::spawn(connection);
+        client
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let node = &self.nodes[i];
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.processes[i].log)
+            .expect("open the node log");
+        writeln!(log, "==== node {} starting ====", node.id).expect("write the node log");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_queen"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "warn")
+            .env("QUEEN_BIND_ADDR", "127.0.0.1")
+            .env("PORT", node.http_port.to_string())
+            .env("DATABASE_URL", &self.database_url)
+            // Two cores are shared by every node and the test itself.
+            .env("QUEEN_HTTP_WORKERS", "2")
+            // Several clusters may run at once on a server limited to 300 connections.
+            .env("DB_POOL_SIZE", "12")
+            .env("QUEEN_NODE_ID", &node.id)
+            .env("QUEEN_MESH_PORT", node.mesh_port.to_string())
+            .env("QUEEN_CLUSTER_NAME", &self.cluster_name);
+        if self.options.mesh {
+            let peers: Vec<String> = self
+                .nodes
+                .iter()
+                .map(|n| format!("127.0.0.1:{}", n.mesh_port))
+                .collect();
+            command.env("QUEEN_PEERS", peers.join(","));
+        }
+        if let Some(secret) = &self.options.secret {
+            command.env("QUEEN_MESH_SECRET", secret);
+        }
+        for (name, value) in &self.options.env {
+            command.env(name, value);
+        }
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().expect("clone the log handle")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn the queen binary");
+        self.processes[i].child = Some(child);
+    }
+
+    async fn wait_healthy(&mut self, i: usize) {
+        let (http, url) = (self.nodes[i].http.clone(), self.nodes[i].url_of("/health"));
+        let healthy = eventually(START_WITHIN, || {
+            let exited = self.processes[i].exited();
+            let (http, url) = (http.clone(), url.clone());
+            async move {
+                if let Some(status) = exited {
+                    return Some(Err(status));
+                }
+                let r = http.get(url).send().await.ok()?;
+                r.status().is_success().then_some(Ok(()))
+            }
+        })
+        .await;
+        match healthy {
+            Some(Ok(())) => {}
+            Some(Err(status)) => panic!(
+                "node {} exited with {status} while starting:\n{}",
+                self.nodes[i].id,
+                self.log_tails()
+            ),
+            None => panic!(
+                "node {} never answered /health within {START_WITHIN:?}:\n{}",
+                self.nodes[i].id,
+                self.log_tails()
+            ),
+        }
+    }
+
+    /// The tail of every node's log, labelled.
+    pub fn log_tails(&self) -> String {
+        self.nodes
+            .iter()
+            .zip(&self.processes)
+            .map(|(node, p)| {
+                format!(
+                    "---- node {} log (tail, {}) ----\n{}\n",
+                    node.id,
+                    p.log.display(),
+                    tail(&p.log, LOG_TAIL_LINES)
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let mut problems = Vec::new();
+        for (node, p) in self.nodes.iter().zip(&mut self.processes) {
+            if let Some(status) = p.exited() {
+                problems.push(format!("node {} had exited on its own: {status}", node.id));
+            }
+        }
+        // Stop every node at once, then wait for them all.
+        for p in &self.processes {
+            if let Some(child) = &p.child {
+                signal(child, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + STOP_WITHIN;
+        for (node, p) in self.nodes.iter().zip(&mut self.processes) {
+            if let Some(mut child) = p.child.take() {
+                if !wait_until(&mut child, deadline) {
+                    problems.push(format!("node {} ignored SIGTERM; killed", node.id));
+                    signal(&child, libc::SIGKILL);
+                    let _ = child.wait();
+                }
+            }
+            if tail(&p.log, usize::MAX).contains("panicked at") {
+                problems.push(format!("node {} panicked", node.id));
+            }
+        }
+        let failing = std::thread::panicking() || !problems.is_empty();
+        if failing {
+            eprintln!("{}", self.log_tails());
+            if let Some(dir) = self.dir.take() {
+                eprintln!("node logs kept in {}", dir.keep().display());
+            }
+        }
+        if !problems.is_empty() && !std::thread::panicking() {
+            panic!("cluster teardown: {}", problems.join("; "));
+        }
+    }
+}
+
+impl Process {
+    /// The exit status, if the process is gone (reaping it).
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        let status = child.try_wait().expect("poll the node process")?;
+        self.child = None;
+        Some(status)
+    }
+}
+
+/// Polls a child until it exits or the deadline passes; true when it exited.
+fn wait_until(child: &mut Child, deadline: Instant) -> bool {
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: kill(2) on the pid of a child we have not reaped yet.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}
+
+fn node_id(i: usize) -> String {
+    char::from(b'a' + u8::try_from(i).expect("fewer than 26 nodes")).to_string()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// `postgresql://USER@/DB?host=SOCKETDIR&port=PORT` for a config on a Unix socket.
+fn connection_url(pg: &tokio_postgres::Config) -> String {
+    let host = match pg.get_hosts() {
+        [Host::Unix(dir), ..] => dir.to_string_lossy().into_owned(),
+        [Host::Tcp(name), ..] => name.clone(),
+        [] => panic!("the test database config has no host"),
+    };
+    let port = pg.get_ports().first().copied().unwrap_or(5432);
+    let user = pg
+        .get_user()
+        .expect("the test database config names a user");
+    let db = pg
+        .get_dbname()
+        .expect("the test database config names a db");
+    format!(
+        "postgresql://{}@/{}?host={}&port={port}",
+        encode(user),
+        encode(db),
+        encode(&host)
+    )
+}
+
+/// Percent-encodes everything but unreserved characters and `/`.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
