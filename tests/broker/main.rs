@@ -12,6 +12,7 @@ mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
 mod lease_and_configure;
+mod mesh;
 mod pop_gates;
 mod pop_leases;
 mod pop_routes;
