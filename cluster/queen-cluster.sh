@@ -539,6 +539,7 @@ cmd_stop() {
 stop_pid() {
   local name="$1" pid="$2" program="$3"
   if ! alive "$pid" || ! runs_program "$pid" "$program"; then
+    say "$name (pid $pid) was not running"
     return 0
   fi
   kill -TERM "$pid" 2>/dev/null || true
