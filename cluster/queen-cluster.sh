@@ -189,7 +189,8 @@ peer_list() {
 start_node() {
   local i="$1" bin="$2" database_url="$3" peers="$4"
   local log="$NODES_DIR/node$i.log"
-  # These override anything inherited. QUEEN_CLUSTER_DIR marks the process as this
+  # These override anything inherited (QUEEN_MESH_SECRET is inherited only when set: an
+  # empty secret is not the same as none). QUEEN_CLUSTER_DIR marks the process as this
   # cluster's; NO_COLOR keeps colour codes out of the log file unless asked for.
   PORT="$(http_port "$i")" \
     QUEEN_BIND_ADDR=127.0.0.1 \
@@ -198,7 +199,6 @@ start_node() {
     QUEEN_PEERS="$peers" \
     QUEEN_NODE_ID="node$i" \
     QUEEN_CLUSTER_NAME="$CLUSTER_NAME" \
-    QUEEN_MESH_SECRET="${QUEEN_MESH_SECRET:-}" \
     QUEEN_CLUSTER_DIR="$STATE_DIR" \
     NO_COLOR="${NO_COLOR:-1}" \
     nohup "$bin" </dev/null >>"$log" 2>&1 &
