@@ -1,6 +1,6 @@
 //! Wiring only: start or connect to PostgreSQL, build the pool, apply the schema, start the
-//! group actors' arbiter and the maintenance refresher, serve HTTP, and hand back a handle
-//! with the bound address and a stop function.
+//! group actors' arbiter, the maintenance refresher and the peer mesh, serve HTTP, and hand
+//! back a handle with the bound addresses and a stop function.
 
 use std::net::{SocketAddr, TcpListener};
 use std::str::FromStr;
@@ -12,6 +12,7 @@ use actix::Arbiter;
 use actix_web::dev::ServerHandle;
 use actix_web::middleware::{NormalizePath, TrailingSlash};
 use actix_web::{web, App as ActixApp, HttpServer};
+use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::actors::registry::Registry;
@@ -22,6 +23,8 @@ use crate::db::{schema, Db, DbError};
 use crate::http::{routes, AppState};
 use crate::limiter::Limiter;
 use crate::maintenance;
+use crate::mesh::inbox::BrokerInbox;
+use crate::mesh::Mesh;
 use crate::metrics::Metrics;
 
 /// Name of the database the broker uses inside its embedded cluster.
@@ -50,6 +53,15 @@ pub enum StartupError {
     /// The HTTP listener could not be set up.
     #[error("http listener failed")]
     Http(#[source] std::io::Error),
+    /// The mesh port could not be bound.
+    #[error("mesh listener failed on {addr}")]
+    Mesh {
+        /// The address from `QUEEN_MESH_BIND_ADDR` and `QUEEN_MESH_PORT`.
+        addr: SocketAddr,
+        /// Why the bind failed.
+        #[source]
+        source: std::io::Error,
+    },
     /// A blocking start-up task panicked or was cancelled.
     #[error("start-up task failed")]
     Task(#[source] tokio::task::JoinError),
@@ -58,6 +70,9 @@ pub enum StartupError {
 /// A running broker.
 pub struct App {
     http_addr: SocketAddr,
+    mesh_addr: SocketAddr,
+    mesh: Mesh,
+    broker: Arc<Broker>,
     server: ServerHandle,
     server_task: tokio::task::JoinHandle<std::io::Result<()>>,
     refresher: tokio::task::JoinHandle<()>,
@@ -71,12 +86,20 @@ impl App {
         self.http_addr
     }
 
+    /// Where peers connect (the mesh port).
+    pub fn mesh_addr(&self) -> SocketAddr {
+        self.mesh_addr
+    }
+
     /// Stops HTTP (in-flight requests finish, within a bound), then the embedded
     /// PostgreSQL if this broker started it.
     pub async fn stop(self) {
+        // Readiness turns false and parked pops answer now, before HTTP stops accepting.
+        self.broker.draining.cancel();
         self.server.stop(true).await;
         let _ = self.server_task.await;
         self.refresher.abort();
+        self.mesh.stop();
         self.actors.stop();
         if let Some(mut pg) = self.embedded {
             let stopped = tokio::task::spawn_blocking(move || pg.stop()).await;
@@ -103,6 +126,15 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         schema::install(conn.client()).await?;
     }
 
+    let mesh_listener = bind_mesh(config.mesh.bind).await?;
+    let mesh_addr = mesh_listener
+        .local_addr()
+        .map_err(|source| StartupError::Mesh {
+            addr: config.mesh.bind,
+            source,
+        })?;
+    let mesh = Mesh::start(config.mesh.clone());
+
     let metrics = Arc::new(Metrics::default());
     let actors = Arbiter::new();
     let registry = Registry::new(
@@ -119,7 +151,14 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         metrics,
         maintenance: AtomicBool::new(false),
         config: Arc::new(config.clone()),
+        mesh: mesh.clone(),
+        draining: CancellationToken::new(),
     });
+    mesh.listen(
+        mesh_listener,
+        Arc::new(BrokerInbox(Arc::downgrade(&broker))),
+    );
+    info!(addr = %mesh_addr, node_id = %config.mesh.node_id, "mesh listening");
     let refresher = maintenance::spawn_refresher(broker.clone());
     let state = AppState {
         broker: broker.clone(),
@@ -147,12 +186,21 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     info!(addr = %http_addr, "http listening");
     Ok(App {
         http_addr,
+        mesh_addr,
+        mesh,
+        broker,
         server: handle,
         server_task,
         refresher,
         actors,
         embedded,
     })
+}
+
+async fn bind_mesh(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartupError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartupError::Mesh { addr, source })
 }
 
 async fn database(

@@ -1,13 +1,17 @@
 //! The running broker's shared parts, built once by `app` and handed to every handler:
-//! the pool, the limiter, the group-actor registry, the counters and the maintenance switch.
+//! the pool, the limiter, the group-actor registry, the counters, the maintenance switch and
+//! the peer mesh.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::actors::registry::Registry;
 use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::limiter::{Limiter, Permit};
+use crate::mesh::Mesh;
 use crate::metrics::Metrics;
 
 /// Set once any queue on this broker has a minimum pop wait: until then the pop path pays
@@ -28,6 +32,11 @@ pub struct Broker {
     pub maintenance: AtomicBool,
     /// The effective configuration.
     pub config: Arc<Config>,
+    /// The peer mesh: hints to other nodes.
+    pub mesh: Mesh,
+    /// Cancelled when the broker starts to stop: parked pops answer empty at once and
+    /// readiness turns false, so a load balancer sends new work elsewhere.
+    pub draining: CancellationToken,
 }
 
 impl Broker {
@@ -37,6 +46,11 @@ impl Broker {
             .acquire(self.config.database.pool_timeout)
             .await
             .ok_or(DbError::PoolExhausted)
+    }
+
+    /// True once the broker has begun to stop.
+    pub fn is_draining(&self) -> bool {
+        self.draining.is_cancelled()
     }
 
     /// True while pop maintenance mode is on.

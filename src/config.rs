@@ -10,6 +10,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod mesh;
+
+pub use mesh::{MeshConfig, PeerAddress};
+
 /// A setting that was refused at start-up.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -60,6 +64,8 @@ pub struct Config {
     pub push: PushConfig,
     /// Log output.
     pub log: LogConfig,
+    /// The peer mesh: identity, port, peers.
+    pub mesh: MeshConfig,
 }
 
 /// The HTTP listener.
@@ -239,6 +245,7 @@ impl Config {
                     }
                 },
             },
+            mesh: mesh::mesh_config(&vars, bind_ip)?,
         })
     }
 }

@@ -15,6 +15,9 @@
 //! - [`http`]: routes, bodies, and the one place that maps errors to answers.
 //! - [`broker`]: the shared parts handed to handlers; [`limiter`]: the Vegas limit around
 //!   database work; [`metrics`]: counters; [`maintenance`]: the cluster-wide pop switch.
+//! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config
+//!   changed, maintenance changed) that wake other nodes' group actors before any claim.
+//!   Only hints: PostgreSQL stays the truth.
 //! - [`app`]: wiring; [`telemetry`] and [`shutdown`]: one concern each.
 //!
 //! # How a message travels
@@ -23,7 +26,8 @@
 //! partition), dedups transaction ids within the request, frames and compresses one segment
 //! per group, and appends all groups in one transaction through `queen.log_push_v1`, which
 //! dedups against the partition and assigns dense offsets under the partition row lock.
-//! After the commit the queue's group actors hear which partitions received messages.
+//! After the commit the queue's group actors hear which partitions received messages, and
+//! so do the peers, through the mesh: their actors wake as if the push had been theirs.
 //!
 //! **Pop.** `http::pop` parses the query; `log::pop` asks the group actor for a plan. An
 //! empty ring answers at once (no limiter permit, no pooled connection) and parks a
@@ -54,6 +58,7 @@ pub mod http;
 pub mod limiter;
 pub mod log;
 pub mod maintenance;
+pub mod mesh;
 pub mod metrics;
 pub mod segment;
 pub mod shutdown;

@@ -59,6 +59,7 @@ pub async fn start_broker(
     let mut config = Config::from_vars(settings)?;
     config.database.source = DatabaseSource::External(ExternalSettings::Given(Box::new(pg)));
     config.http.workers = 2;
+    config.mesh.bind.set_port(0);
     let app = app::start(config, TcpListener::bind("127.0.0.1:0")?).await?;
     let base = format!("http://{}", app.http_addr());
     Ok((app, base))

@@ -140,6 +140,12 @@ impl Tenant {
         Self(String::new())
     }
 
+    /// A tenant as stored or as carried by a peer's mesh hint; never from a request, so a
+    /// caller cannot name another tenant.
+    pub fn from_stored(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
     /// The tenant as stored.
     pub fn as_str(&self) -> &str {
         &self.0

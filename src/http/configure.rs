@@ -55,6 +55,7 @@ pub async fn configure(
     drop(conn);
     let tenant = state.tenant(&req);
     state.broker.registry.config_changed(&tenant, &queue);
+    state.broker.mesh.config_changed(&tenant, &queue);
     if stored
         .effective
         .get("min_pop_wait_time")

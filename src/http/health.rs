@@ -1,4 +1,7 @@
-//! `GET /health`: 200 when the database answers and the schema is in place, 503 otherwise.
+//! Health: `GET /health` and `GET /health/ready` answer 200 when the database answers and
+//! the schema is in place (HTTP only starts after the schema is applied), 503 otherwise or
+//! once the broker is draining; `GET /health/live` answers 200 while the process serves,
+//! whatever the database does, so an outage does not get every node restarted.
 
 use actix_web::{web, HttpResponse};
 use serde_json::json;
@@ -7,8 +10,20 @@ use tracing::warn;
 use super::AppState;
 use crate::db::queues::ping;
 
-/// The handler.
+/// `GET /health/live`: the process serves requests.
+pub async fn live() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "status": "alive", "server": "queen" }))
+}
+
+/// `GET /health` and `GET /health/ready`: the node can take work.
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
+    if state.broker.is_draining() {
+        return HttpResponse::ServiceUnavailable().json(json!({
+            "status": "draining",
+            "server": "queen",
+            "version": env!("CARGO_PKG_VERSION"),
+        }));
+    }
     let result = match state.broker.db.conn().await {
         Ok(mut conn) => ping(&mut conn).await,
         Err(e) => Err(e),

@@ -32,5 +32,6 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     body["groups"] = json!(broker.registry.stats().await);
     body["hotlist"] = json!(broker.config.pop.hotlist);
     body["maintenance"] = json!(broker.in_maintenance());
+    body["mesh"] = broker.mesh.snapshot();
     HttpResponse::Ok().json(body)
 }

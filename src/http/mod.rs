@@ -41,8 +41,13 @@ impl AppState {
 /// The route table.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/health")
+        web::resource(["/health", "/health/ready"])
             .route(web::get().to(health::health))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/health/live")
+            .route(web::get().to(health::live))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

@@ -30,5 +30,7 @@ pub async fn set_maintenance(
     let mut conn = state.broker.db.conn().await?;
     let stored = system::set_maintenance(&mut conn, on).await?;
     state.broker.maintenance.store(stored, Ordering::Relaxed);
+    // Peers re-read the switch within a refresh interval anyway; the hint makes it now.
+    state.broker.mesh.maintenance_changed(stored);
     Ok(HttpResponse::Ok().json(json!({ "pop": stored })))
 }

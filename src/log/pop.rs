@@ -133,10 +133,11 @@ impl Pop<'_> {
         })
     }
 
-    /// Time left to wait; none when not waiting or past the deadline.
+    /// Time left to wait; none when not waiting, past the deadline, or draining.
     fn time_left(&self) -> Option<Duration> {
         let now = Instant::now();
-        (self.req.wait && now < self.deadline).then(|| self.deadline - now)
+        (self.req.wait && now < self.deadline && !self.broker.is_draining())
+            .then(|| self.deadline - now)
     }
 
     /// Waits for a wake or one backoff interval (whichever comes first), holding nothing.
@@ -147,12 +148,19 @@ impl Pop<'_> {
         };
         let pause = wait_interval(attempt, &self.broker.config.pop).min(left);
         let _parked = Parked::count(&self.broker.metrics);
-        match gate {
-            Some(gate) => matches!(tokio::time::timeout(pause, gate).await, Ok(Ok(_))),
-            None => {
-                tokio::time::sleep(pause).await;
-                false
+        let wait = async {
+            match gate {
+                Some(gate) => matches!(tokio::time::timeout(pause, gate).await, Ok(Ok(_))),
+                None => {
+                    tokio::time::sleep(pause).await;
+                    false
+                }
             }
+        };
+        tokio::select! {
+            woken = wait => woken,
+            // A stopping broker answers its parked pops now, not at their deadline.
+            _ = self.broker.draining.cancelled() => false,
         }
     }
 }

@@ -135,28 +135,33 @@ pub async fn push(
     Ok(outcomes)
 }
 
-/// Tells the group actors which partitions received how many messages.
+/// Tells the local group actors, and the peers through the mesh, which partitions
+/// received how many messages.
 fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
-    let mut landed: BTreeMap<(&QueueName, &PartitionName), (i64, u32)> = BTreeMap::new();
+    // (partition id, messages, last offset) per (queue, partition).
+    let mut landed: BTreeMap<(&QueueName, &PartitionName), (i64, u32, i64)> = BTreeMap::new();
     for (item, outcome) in items.iter().zip(outcomes) {
         if outcome.status == PushStatus::Queued {
-            let entry = landed
-                .entry((&item.queue, &item.partition))
-                .or_insert((outcome.partition_id, 0));
+            let entry = landed.entry((&item.queue, &item.partition)).or_insert((
+                outcome.partition_id,
+                0,
+                outcome.offset,
+            ));
             entry.1 += 1;
+            entry.2 = entry.2.max(outcome.offset);
         }
     }
-    for ((queue, partition), (id, messages)) in landed {
-        broker.registry.push_landed(
-            tenant,
-            queue,
-            PartitionRef {
-                id,
-                name: partition.as_str().into(),
-            },
-            messages,
-            WakeSource::Push,
-        );
+    for ((queue, partition), (id, messages, last_offset)) in landed {
+        let partition = PartitionRef {
+            id,
+            name: partition.as_str().into(),
+        };
+        broker
+            .mesh
+            .push_landed(tenant, queue, &partition, last_offset, messages);
+        broker
+            .registry
+            .push_landed(tenant, queue, partition, messages, WakeSource::Push);
     }
 }
 

@@ -2,21 +2,13 @@
 //! it creates and runs its own PostgreSQL; it serves, then stops cleanly on SIGTERM and
 //! takes its PostgreSQL down with it.
 
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::eventually;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
+use crate::support::{eventually, free_port};
 
 /// With no database configured the binary runs on its embedded PostgreSQL, serves a push
 /// and a pop, and on SIGTERM exits 0 and stops the PostgreSQL it started.
@@ -34,6 +26,7 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("PORT", port.to_string())
+        .env("QUEEN_MESH_PORT", free_port().to_string())
         .env("QUEEN_DATA_DIR", &data_dir)
         .env("QUEEN_EMBEDDED_PG_PORT", free_port().to_string())
         .env("RUST_LOG", "warn")

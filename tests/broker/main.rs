@@ -5,6 +5,7 @@ mod support;
 
 mod ack;
 mod binary;
+mod cluster_script;
 mod concurrency;
 mod failures;
 mod harness;
@@ -12,6 +13,7 @@ mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
 mod lease_and_configure;
+mod mesh;
 mod nodes;
 mod pop_gates;
 mod pop_leases;

@@ -50,6 +50,7 @@ impl SpawnedBroker {
         let mut command = Command::new(binary);
         command
             .env("PORT", port.to_string())
+            .env("QUEEN_MESH_PORT", free_port()?.to_string())
             .env("QUEEN_DATA_DIR", &data)
             .env("QUEEN_EMBEDDED_PG_PORT", EMBEDDED_PG_PORT.to_string())
             .env("RUST_LOG", "warn")

@@ -33,7 +33,7 @@ async fn garbage_on_the_mesh_port_is_dropped_and_counted_and_does_not_disturb_th
     a.configure("garbage", json!({})).await;
     first_contact(b, "garbage").await;
     wait_mesh_connected(&cluster).await;
-    let dropped_before = b.mesh_counter("frames_dropped").await;
+    let dropped_before = b.mesh_counter("framesDropped").await;
     let target = format!("127.0.0.1:{}", b.mesh_port);
 
     // Act
@@ -43,7 +43,7 @@ async fn garbage_on_the_mesh_port_is_dropped_and_counted_and_does_not_disturb_th
 
     // Assert
     let dropped = eventually(Duration::from_secs(5), || async {
-        let now = b.mesh_counter("frames_dropped").await;
+        let now = b.mesh_counter("framesDropped").await;
         (now > dropped_before).then_some(now)
     })
     .await;
@@ -60,7 +60,7 @@ async fn garbage_on_the_mesh_port_is_dropped_and_counted_and_does_not_disturb_th
         let (status, body) = node.get("/health").await;
         assert!(status.is_success(), "node {} unhealthy: {body}", node.id);
         assert_eq!(
-            node.mesh_counter("peers_connected").await,
+            node.mesh_counter("peersConnected").await,
             1,
             "node {} lost its peer (or counts a stranger as one)",
             node.id

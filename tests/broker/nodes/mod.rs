@@ -36,7 +36,7 @@ pub async fn wait_mesh_connected(cluster: &TestCluster) {
     let peers = cluster.nodes().len() as i64 - 1;
     for node in cluster.nodes() {
         let connected = eventually(MESH_CONNECT_WITHIN, || async {
-            (node.mesh_counter("peers_connected").await == peers).then_some(())
+            (node.mesh_counter("peersConnected").await == peers).then_some(())
         })
         .await;
         assert!(

@@ -55,12 +55,9 @@ async fn a_push_through_one_node_wakes_a_consumer_parked_on_another_within_50_ms
         "cross-node wake p99 {p99:?} (bound {MESH_WAKE_P99:?}): {:?}",
         wakes.latencies
     );
+    assert!(a.mesh_counter("hintsSent").await > 0, "node a sent no hint");
     assert!(
-        a.mesh_counter("hints_sent").await > 0,
-        "node a sent no hint"
-    );
-    assert!(
-        b.mesh_counter("hints_received").await > 0,
+        b.mesh_counter("hintsReceived").await > 0,
         "node b received no hint"
     );
 }
@@ -120,7 +117,7 @@ async fn a_node_restarted_after_a_hard_kill_rejoins_the_mesh_and_is_woken_fast_a
     cluster.kill_hard(1);
     let a = cluster.node(0);
     let noticed = eventually(Duration::from_secs(20), || async {
-        (a.mesh_counter("peers_connected").await == 0).then_some(())
+        (a.mesh_counter("peersConnected").await == 0).then_some(())
     })
     .await;
     cluster.restart(1).await;
@@ -142,7 +139,7 @@ async fn a_node_restarted_after_a_hard_kill_rejoins_the_mesh_and_is_woken_fast_a
         noticed.is_some(),
         "node a still counted the killed node b as connected"
     );
-    assert_eq!(a.mesh_counter("peers_connected").await, 1);
+    assert_eq!(a.mesh_counter("peersConnected").await, 1);
     let (_, p99) = wakes.report("cross-node wake after restart");
     assert_eq!(wakes.latencies.len(), 20, "the trials stopped early");
     assert!(

@@ -23,6 +23,8 @@ pub struct TestBroker {
     pub http: reqwest::Client,
     /// The broker's database, for direct assertions.
     pub pg: tokio_postgres::Config,
+    /// Where the broker's mesh listens.
+    pub mesh: std::net::SocketAddr,
     app: Option<App>,
 }
 
@@ -46,6 +48,10 @@ impl TestBroker {
         if !vars.iter().any(|(k, _)| *k == "QUEEN_HTTP_WORKERS") {
             config.http.workers = 2;
         }
+        // Many brokers run in one test process: each takes a free mesh port.
+        if !vars.iter().any(|(k, _)| *k == "QUEEN_MESH_PORT") {
+            config.mesh.bind.set_port(0);
+        }
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let app = app::start(config, listener).await.expect("broker starts");
         TestBroker {
@@ -56,6 +62,7 @@ impl TestBroker {
                 .build()
                 .expect("http client"),
             pg,
+            mesh: app.mesh_addr(),
             app: Some(app),
         }
     }
@@ -201,6 +208,15 @@ async fn read(response: reqwest::Response) -> (StatusCode, Value) {
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
     };
     (status, body)
+}
+
+/// A loopback port that was free a moment ago (for settings that take a port number
+/// before the broker binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
 }
 
 /// Polls `check` until it returns `Some` or `timeout` passes (never a bare sleep).

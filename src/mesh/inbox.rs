@@ -1,0 +1,74 @@
+//! What a hint from a peer does to this node: a push hint wakes the queue's local group
+//! actors (ring append, gate open) exactly as a local push would, a config change makes
+//! them drop cached options, a maintenance change flips the switch at once instead of at
+//! the next database refresh.
+
+use std::sync::atomic::Ordering;
+use std::sync::Weak;
+
+use tracing::debug;
+
+use super::message::MeshMessage;
+use crate::actors::ring::PartitionRef;
+use crate::actors::wake_gate::WakeSource;
+use crate::broker::Broker;
+use crate::domain::{PartitionName, QueueName, Tenant};
+
+/// Where the mesh listener hands the hints it accepted.
+pub trait Inbox: Send + Sync {
+    /// Applies one hint from `from` (a peer's node id). False when the hint names
+    /// something that cannot exist (an invalid queue or partition name); it is dropped.
+    fn deliver(&self, from: &str, message: MeshMessage) -> bool;
+}
+
+/// The inbox of a running broker. Weak, so the mesh never keeps a stopped broker alive.
+pub struct BrokerInbox(pub Weak<Broker>);
+
+impl Inbox for BrokerInbox {
+    fn deliver(&self, from: &str, message: MeshMessage) -> bool {
+        let Some(broker) = self.0.upgrade() else {
+            return true;
+        };
+        match message {
+            MeshMessage::PushLanded(hint) => {
+                let (Ok(queue), Ok(partition)) = (
+                    QueueName::parse(hint.queue),
+                    PartitionName::parse(hint.partition),
+                ) else {
+                    return false;
+                };
+                broker.registry.push_landed(
+                    &Tenant::from_stored(hint.tenant),
+                    &queue,
+                    PartitionRef {
+                        id: hint.partition_id,
+                        name: partition.as_str().into(),
+                    },
+                    hint.messages,
+                    WakeSource::Peer,
+                );
+            }
+            MeshMessage::ConfigChanged { tenant, queue } => {
+                let Ok(queue) = QueueName::parse(queue) else {
+                    return false;
+                };
+                broker
+                    .registry
+                    .config_changed(&Tenant::from_stored(tenant), &queue);
+            }
+            MeshMessage::MaintenanceChanged { pop } => {
+                broker.maintenance.store(pop, Ordering::Relaxed);
+                debug!(
+                    peer = from,
+                    maintenance = pop,
+                    "maintenance switched by a peer"
+                );
+            }
+            MeshMessage::Challenge { .. }
+            | MeshMessage::Hello { .. }
+            | MeshMessage::Welcome
+            | MeshMessage::Ping => {}
+        }
+        true
+    }
+}
