@@ -19,5 +19,6 @@ mod pop_leases;
 mod pop_routes;
 mod pop_subscriptions;
 mod push;
+mod shutdown;
 mod wakes_lost;
 mod wakes_push;
