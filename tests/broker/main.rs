@@ -8,6 +8,7 @@ mod binary;
 mod concurrency;
 mod failures;
 mod harness;
+mod helm_chart;
 mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
