@@ -9,6 +9,7 @@ mod cluster_script;
 mod concurrency;
 mod failures;
 mod harness;
+mod helm_chart;
 mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
