@@ -489,7 +489,7 @@ frontend queen_in
 backend queen
     balance roundrobin
     # Active health plus passive: a node that fails /health or real traffic is skipped.
-    option httpchk GET /health
+    option httpchk GET /health/ready
     default-server observe layer4 error-limit 1 on-error mark-down
     http-response set-header X-Queen-Upstream %si:%sp
 $servers

@@ -65,23 +65,80 @@ async fn resolve(
 fn apply(shared: &Arc<Shared>, mut found: HashSet<SocketAddr>, complete: bool) {
     found.remove(&shared.config.bind);
     let mut peers = shared.peers.lock().expect("mesh lock");
-    if complete {
-        let gone: Vec<SocketAddr> = peers
-            .keys()
-            .filter(|addr| !found.contains(addr))
-            .copied()
-            .collect();
-        for addr in gone {
-            if let Some(peer) = peers.remove(&addr) {
-                info!(peer = %addr, "mesh peer removed");
-                peer.stop();
-            }
+    let current: HashSet<SocketAddr> = peers.keys().copied().collect();
+    let (added, removed) = changes(&current, &found, complete);
+    for addr in removed {
+        if let Some(peer) = peers.remove(&addr) {
+            info!(peer = %addr, "mesh peer removed");
+            peer.stop();
         }
     }
-    for addr in found {
-        peers.entry(addr).or_insert_with(|| {
-            info!(peer = %addr, "mesh peer added");
-            PeerHandle::start(shared.clone(), addr)
-        });
+    for addr in added {
+        info!(peer = %addr, "mesh peer added");
+        peers.insert(addr, PeerHandle::start(shared.clone(), addr));
+    }
+}
+
+/// Which peers to start and which to stop, going from `current` to `found`. An
+/// incomplete lookup only adds: a name that failed to resolve keeps its peers.
+fn changes(
+    current: &HashSet<SocketAddr>,
+    found: &HashSet<SocketAddr>,
+    complete: bool,
+) -> (Vec<SocketAddr>, Vec<SocketAddr>) {
+    let added = found.difference(current).copied().collect();
+    let removed = if complete {
+        current.difference(found).copied().collect()
+    } else {
+        Vec::new()
+    };
+    (added, removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ports: &[u16]) -> HashSet<SocketAddr> {
+        ports
+            .iter()
+            .map(|p| SocketAddr::from(([10, 0, 0, 1], *p)))
+            .collect()
+    }
+
+    #[test]
+    fn scaling_up_adds_and_scaling_down_removes_peers() {
+        let (added, removed) = changes(&set(&[1, 2]), &set(&[1, 2, 3, 4]), true);
+        assert_eq!(added.into_iter().collect::<HashSet<_>>(), set(&[3, 4]));
+        assert!(removed.is_empty());
+        let (added, removed) = changes(&set(&[1, 2, 3]), &set(&[1]), true);
+        assert!(added.is_empty());
+        assert_eq!(removed.into_iter().collect::<HashSet<_>>(), set(&[2, 3]));
+    }
+
+    #[test]
+    fn a_failed_lookup_removes_nobody() {
+        let (added, removed) = changes(&set(&[1, 2, 3]), &set(&[4]), false);
+        assert_eq!(added, set(&[4]).into_iter().collect::<Vec<_>>());
+        assert!(removed.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_name_that_does_not_resolve_makes_the_lookup_incomplete() {
+        let sources = [
+            PeerAddress {
+                host: "127.0.0.1".into(),
+                port: 7000,
+            },
+            PeerAddress {
+                host: "no-such-peer.invalid".into(),
+                port: 7000,
+            },
+        ];
+        let mut failing = HashSet::new();
+        let (found, complete) = resolve(&sources, &mut failing).await;
+        assert!(!complete);
+        assert_eq!(found, [SocketAddr::from(([127, 0, 0, 1], 7000))].into());
+        assert!(failing.contains("no-such-peer.invalid:7000"));
     }
 }

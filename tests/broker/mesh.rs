@@ -27,19 +27,49 @@ const HINT_ONLY: [(&str, &str); 3] = [
     ("POP_WAIT_MAX_INTERVAL_MS", "5000"),
 ];
 
+/// How the two brokers of a pair find each other.
+#[derive(Clone, Copy, PartialEq)]
+enum Peering {
+    /// No peers at all: the mesh is cut.
+    Cut,
+    /// `QUEEN_PEERS` lists both addresses (each node's own included).
+    List,
+    /// `QUEEN_PEER_DNS` names the other node as `localhost:port`.
+    Dns,
+}
+
 /// Two brokers on one database, each given `extra` settings; peered when `peered`.
 async fn pair(peered: bool, extra_a: &[(&str, &str)], extra_b: &[(&str, &str)]) -> [TestBroker; 2] {
+    let peering = if peered { Peering::List } else { Peering::Cut };
+    pair_by(peering, extra_a, extra_b).await
+}
+
+/// Two brokers on one database, found by `peering`, each given `extra` settings.
+async fn pair_by(
+    peering: Peering,
+    extra_a: &[(&str, &str)],
+    extra_b: &[(&str, &str)],
+) -> [TestBroker; 2] {
     let pg = postgres::fresh_database().await;
     let ports = [free_port(), free_port()];
     let peers = format!("127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
+    let names = [
+        format!("localhost:{}", ports[1]),
+        format!("localhost:{}", ports[0]),
+    ];
     let mut brokers = Vec::new();
     for (i, extra) in [extra_a, extra_b].into_iter().enumerate() {
         let port = ports[i].to_string();
         let node = ["a", "b"][i];
         let mut vars: Vec<(&str, &str)> = HINT_ONLY.to_vec();
         vars.extend([("QUEEN_MESH_PORT", port.as_str()), ("QUEEN_NODE_ID", node)]);
-        if peered {
-            vars.push(("QUEEN_PEERS", peers.as_str()));
+        match peering {
+            Peering::Cut => {}
+            Peering::List => vars.push(("QUEEN_PEERS", peers.as_str())),
+            Peering::Dns => vars.extend([
+                ("QUEEN_PEER_DNS", names[i].as_str()),
+                ("QUEEN_PEER_DNS_REFRESH_MS", "200"),
+            ]),
         }
         vars.extend_from_slice(extra);
         brokers.push(TestBroker::start_on(pg.clone(), &vars).await);
@@ -140,6 +170,36 @@ async fn without_the_mesh_a_push_on_one_broker_does_not_wake_its_peer_within_two
         .pop_messages("/api/v1/pop/queue/unrelayed?autoAck=true")
         .await;
     assert_eq!(payloads(&later), vec![json!("late")]);
+    a.stop().await;
+    b.stop().await;
+}
+
+/// Peers found through a DNS name connect and relay pushes like listed ones.
+#[actix_rt::test]
+async fn peers_found_by_dns_name_connect_and_relay_pushes() {
+    // Arrange
+    let [a, b] = pair_by(Peering::Dns, &[], &[]).await;
+    assert!(
+        connected(&a, 1).await && connected(&b, 1).await,
+        "never connected by name"
+    );
+    configure(&a, "named", json!({})).await;
+    first_contact(&b, "named", "__QUEUE_MODE__").await;
+
+    // Act
+    let pop = spawn_get(
+        &b,
+        "/api/v1/pop/queue/named?autoAck=true&wait=true&timeout=10000",
+    );
+    wait_parked(&b, 1).await;
+    let sent = Instant::now();
+    a.push("named", "Default", &[json!("by name")]).await;
+    let answer = pop.await.expect("pop task");
+
+    // Assert: 5 s backoff and no reseed: only the hint answers this fast.
+    assert_eq!(payloads(&answer.messages()), vec![json!("by name")]);
+    assert!(answer.at.saturating_duration_since(sent) < Duration::from_secs(2));
+    assert!(counter(&b, "/wakes/peer").await >= 1);
     a.stop().await;
     b.stop().await;
 }
