@@ -1,15 +1,70 @@
 //! `GET /metrics`: the broker's counters as JSON (pops, SQL calls, wakes, parked pops, the
-//! limiter and the pool).
+//! limiter, the pool and the mesh); `GET /metrics/prometheus`: the same numbers in the
+//! Prometheus text format, for a ServiceMonitor.
 
 use std::sync::atomic::Ordering;
 
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::AppState;
 
-/// The handler.
+/// `GET /metrics`.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(snapshot(&state).await)
+}
+
+/// `GET /metrics/prometheus`: every number of the JSON snapshot outside its per-group and
+/// per-peer lists, named by its path (`queen_pool_in_use`, `queen_mesh_hints_received`).
+pub async fn prometheus(state: web::Data<AppState>) -> HttpResponse {
+    let body = snapshot(&state).await;
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(prometheus_text(&body))
+}
+
+/// The Prometheus text of a JSON snapshot: numbers and booleans (as 0/1) become untyped
+/// samples; lists and strings are left to the JSON form.
+fn prometheus_text(body: &Value) -> String {
+    let mut out = String::new();
+    flatten("queen", body, &mut out);
+    out
+}
+
+fn flatten(name: &str, value: &Value, out: &mut String) {
+    match value {
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                flatten(&format!("{name}_{}", snake_case(key)), field, out);
+            }
+        }
+        Value::Number(n) => {
+            out.push_str(&format!("# TYPE {name} untyped\n{name} {n}\n"));
+        }
+        Value::Bool(b) => {
+            out.push_str(&format!("# TYPE {name} untyped\n{name} {}\n", u8::from(*b)));
+        }
+        Value::Array(_) | Value::String(_) | Value::Null => {}
+    }
+}
+
+/// `inFlight` → `in_flight`; anything outside `[a-z0-9_]` becomes `_`.
+fn snake_case(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.push('_');
+        }
+    }
+    out
+}
+
+async fn snapshot(state: &AppState) -> Value {
     let broker = &state.broker;
     let mut body = broker.metrics.to_json();
     let limiter = broker.limiter.snapshot();
@@ -33,5 +88,29 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     body["hotlist"] = json!(broker.config.pop.hotlist);
     body["maintenance"] = json!(broker.in_maintenance());
     body["mesh"] = broker.mesh.snapshot();
-    HttpResponse::Ok().json(body)
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_numbers_become_snake_case_samples_and_lists_are_left_out() {
+        let body = json!({
+            "pool": {"inUse": 3, "size": 20},
+            "maintenance": true,
+            "mesh": {"nodeId": "a", "hintsReceived": 7, "peers": [{"connected": true}]},
+        });
+        let text = prometheus_text(&body);
+        assert!(text.contains("\nqueen_pool_in_use 3\n"), "{text}");
+        assert!(text.contains("\nqueen_pool_size 20\n"), "{text}");
+        assert!(text.contains("\nqueen_maintenance 1\n"), "{text}");
+        assert!(text.contains("\nqueen_mesh_hints_received 7\n"), "{text}");
+        assert!(
+            !text.contains("node_id") && !text.contains("peers"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE queen_pool_in_use untyped\n"));
+    }
 }

@@ -96,6 +96,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(method_not_allowed)),
     )
     .service(
+        web::resource("/metrics/prometheus")
+            .route(web::get().to(metrics::prometheus))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
         web::resource("/api/v1/system/maintenance")
             .route(web::get().to(system::get_maintenance))
             .route(web::post().to(system::set_maintenance))

@@ -130,6 +130,16 @@ async fn a_push_on_one_broker_wakes_a_consumer_parked_on_its_peer() {
     );
     assert!(counter(&b, "/wakes/peer").await >= 10);
     assert!(counter(&b, "/mesh/hintsReceived").await >= 10);
+    let (status, text) = b.get("/metrics/prometheus").await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let received = text
+        .as_str()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("queen_mesh_hints_received "))
+        })
+        .and_then(|l| l.split(' ').nth(1)?.parse::<u64>().ok());
+    assert!(received >= Some(10), "scrape: {text}");
     assert!(counter(&a, "/mesh/hintsSent").await >= 10);
     // a dialled its own address once, recognised itself, and does not count itself.
     let peers = metrics(&a).await["mesh"]["peers"].clone();
