@@ -13,7 +13,11 @@
 --     and returns one row (duplicate = false) with the partition id and the base offset.
 --   p_txn_ids and p_msg_ids are in frame order and must be free of duplicates among
 --   themselves (the broker dedups within a request first).
---   Locks: the partition row (FOR UPDATE) until the caller's transaction ends.
+--   Locks: the partition row (FOR NO KEY UPDATE) until the caller's transaction ends.
+--   Not FOR UPDATE: a group's first pop inserts log_consumers rows whose foreign key takes
+--   FOR KEY SHARE on the same partition rows in its own order, and FOR UPDATE conflicts
+--   with that, which deadlocked (40P01) pushes against first pops across partitions. Two
+--   pushes still exclude each other, since FOR NO KEY UPDATE conflicts with itself.
 --   Callers pushing several partitions in one transaction must call in a fixed order
 --   (queue, partition) so two such transactions cannot deadlock.
 
@@ -58,14 +62,14 @@ BEGIN
     SELECT p.id, p.last_offset INTO v_pid, v_last
     FROM queen.log_partitions p
     WHERE p.queue_id = v_qid AND p.name = p_partition
-    FOR UPDATE;
+    FOR NO KEY UPDATE;
     IF v_pid IS NULL THEN
         INSERT INTO queen.log_partitions (queue_id, name) VALUES (v_qid, p_partition)
         ON CONFLICT (queue_id, name) DO NOTHING;
         SELECT p.id, p.last_offset INTO v_pid, v_last
         FROM queen.log_partitions p
         WHERE p.queue_id = v_qid AND p.name = p_partition
-        FOR UPDATE;
+        FOR NO KEY UPDATE;
     END IF;
 
     -- Dedup: insert first and let the primary key find repeats (one index probe per
