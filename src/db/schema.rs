@@ -58,6 +58,10 @@ pub const FILES: &[(&str, &str)] = &[
         "013_system_state.sql",
         include_str!("../../sql/013_system_state.sql"),
     ),
+    (
+        "014_group_conflation.sql",
+        include_str!("../../sql/014_group_conflation.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

@@ -6,5 +6,6 @@
 //! wire formats to `http` and the SQL to `db`.
 
 pub mod ack;
+pub mod groups;
 pub mod pop;
 pub mod push;

@@ -16,6 +16,7 @@ mod hotlist_wheel;
 mod lease_and_configure;
 mod mesh;
 mod nodes;
+mod pop_echoes;
 mod pop_gates;
 mod pop_leases;
 mod pop_routes;

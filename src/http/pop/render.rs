@@ -5,11 +5,12 @@
 
 use std::io::Write;
 
+use super::echo::Echo;
 use crate::log::pop::Delivery;
 use crate::segment::{open_blob, slice_frames, BlobError, Codec};
 
-/// Renders a delivery as the contract's JSON object.
-pub fn json_answer(delivery: &Delivery, group: &str) -> Result<Vec<u8>, BlobError> {
+/// Renders a delivery as the contract's JSON object, with the echoes the request asked for.
+pub fn json_answer(delivery: &Delivery, group: &str, echo: &Echo) -> Result<Vec<u8>, BlobError> {
     let first = delivery
         .slices
         .first()
@@ -44,11 +45,9 @@ pub fn json_answer(delivery: &Delivery, group: &str) -> Result<Vec<u8>, BlobErro
     string(&mut out, &delivery.lease_id);
     out.extend_from_slice(b",\"consumerGroup\":");
     string(&mut out, group);
-    write!(
-        out,
-        ",\"partitionsClaimed\":{partitions_claimed},\"messages\":["
-    )
-    .expect("vec write");
+    write!(out, ",\"partitionsClaimed\":{partitions_claimed}").expect("vec write");
+    echo.write_keys(&mut out);
+    out.extend_from_slice(b",\"messages\":[");
 
     let mut first_message = true;
     for slice in &delivery.slices {
