@@ -108,8 +108,13 @@ async fn serve(
     let body = match delivery {
         None if echo.needs_body() => echo.empty_answer(request.group.as_str()),
         None => return Ok(HttpResponse::NoContent().finish()),
-        Some(delivery) => render::json_answer(&delivery, request.group.as_str(), &echo)
-            .map_err(|e| ApiError::Corrupt(Box::new(e)))?,
+        Some(delivery) => render::json_answer(
+            &delivery,
+            request.group.as_str(),
+            &echo,
+            state.broker.config.push.payload_key.as_ref(),
+        )
+        .map_err(ApiError::Corrupt)?,
     };
     Ok(HttpResponse::Ok()
         .content_type("application/json")

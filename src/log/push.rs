@@ -15,6 +15,7 @@ use crate::broker::Broker;
 use crate::db::push::{AppendOutcome, PushTransaction, SegmentAppend};
 use crate::db::DbError;
 use crate::domain::{PartitionName, QueueName, Tenant};
+use crate::log::encryption::seal_payloads;
 use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
 
 /// One message to store.
@@ -74,6 +75,12 @@ pub enum PushError {
     /// A segment could not be compressed.
     #[error("segment could not be built")]
     Blob(#[from] BlobError),
+    /// The queue is encrypted but this node has no `QUEEN_ENCRYPTION_KEY`.
+    #[error("queue {queue} is encrypted but this broker has no QUEEN_ENCRYPTION_KEY")]
+    NoKey {
+        /// The encrypted queue.
+        queue: String,
+    },
 }
 
 /// Stores `items` (all or nothing) and answers one outcome per item, in order. After the
@@ -98,6 +105,7 @@ pub async fn push(
                 .unwrap_or_else(|| id.to_string())
         })
         .collect();
+    let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
 
     // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
     // over the same partitions lock them in the same order and cannot deadlock.
@@ -117,6 +125,7 @@ pub async fn push(
         items,
         &message_ids,
         &txn_ids,
+        &sealed,
         &groups,
         zstd_level,
         &mut outcomes,
@@ -172,6 +181,7 @@ async fn append_groups(
     items: &[PushItem],
     message_ids: &[Uuid],
     txn_ids: &[String],
+    sealed: &[Option<Vec<u8>>],
     groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
     zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
@@ -195,15 +205,21 @@ async fn append_groups(
         while !pending.is_empty() {
             let mut builder = SegmentBuilder::new();
             for &i in &pending {
-                builder
-                    .push(&NewFrame {
-                        message_id: message_ids[i],
-                        trace_id: items[i].trace_id,
-                        transaction_id: &txn_ids[i],
-                        producer: None,
-                        payload: &items[i].payload,
-                    })
-                    .map_err(|source| PushError::Frame { index: i, source })?;
+                let mut frame = NewFrame {
+                    message_id: message_ids[i],
+                    trace_id: items[i].trace_id,
+                    transaction_id: &txn_ids[i],
+                    producer: None,
+                    payload: &items[i].payload,
+                };
+                let pushed = match &sealed[i] {
+                    None => builder.push(&frame),
+                    Some(sealed) => {
+                        frame.payload = sealed;
+                        builder.push_sealed(&frame)
+                    }
+                };
+                pushed.map_err(|source| PushError::Frame { index: i, source })?;
             }
             let blob = builder.finish(zstd_level)?;
             let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();

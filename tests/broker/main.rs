@@ -7,6 +7,7 @@ mod ack;
 mod binary;
 mod cluster_script;
 mod concurrency;
+mod encryption;
 mod failures;
 mod harness;
 mod helm_chart;
