@@ -90,8 +90,13 @@ struct Figures {
     wake: Vec<f64>,
     /// 3 nodes only: parked and pushed on the same node, to tell the mesh from the load.
     wake_same_node: Option<Vec<f64>>,
-    /// The waiting node's wakes by source over the wake phase.
+    /// The three slowest wake trials: (trial, ms).
+    slowest_wakes: Vec<(usize, f64)>,
+    /// Over the wake phase: the waiting node's wakes by source, and the mesh counters of
+    /// the waiting and the pushing node.
     wakes_by_source: Value,
+    waiter_mesh: Value,
+    pusher_mesh: Value,
 }
 
 async fn run(s: &Settings, pg: &EmbeddedPostgres, dir: &Path) -> anyhow::Result<()> {
@@ -155,13 +160,28 @@ async fn measure(
 
     // 1 node: the baseline, same node. 3 nodes: parked on B, pushed through A.
     let (waiter, pusher) = if n == 1 { (0, 0) } else { (1, 0) };
-    let wakes_before = metrics(http, &bases[waiter]).await?["wakes"].take();
+    let (waiter_before, pusher_before) = (
+        metrics(http, &bases[waiter]).await?,
+        metrics(http, &bases[pusher]).await?,
+    );
     let wake_queue = format!("wake-{n}");
     let wake = wake_phase(s, http, &bases[waiter], &bases[pusher], &wake_queue).await?;
-    let wakes_after = metrics(http, &bases[waiter]).await?["wakes"].take();
+    let (waiter_after, pusher_after) = (
+        metrics(http, &bases[waiter]).await?,
+        metrics(http, &bases[pusher]).await?,
+    );
+    let mut slowest_wakes: Vec<(usize, f64)> = wake.iter().copied().enumerate().collect();
+    slowest_wakes.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slowest_wakes.truncate(3);
+    let mut wake = wake;
+    wake.sort_by(f64::total_cmp);
     let wake_same_node = match n {
         1 => None,
-        _ => Some(wake_phase(s, http, &bases[waiter], &bases[waiter], "wake-same").await?),
+        _ => {
+            let mut same = wake_phase(s, http, &bases[waiter], &bases[waiter], "wake-same").await?;
+            same.sort_by(f64::total_cmp);
+            Some(same)
+        }
     };
     Ok(Figures {
         push_rate,
@@ -172,6 +192,9 @@ async fn measure(
         pop_cpu,
         wake,
         wake_same_node,
-        wakes_by_source: counter_delta(&wakes_before, &wakes_after),
+        slowest_wakes,
+        wakes_by_source: counter_delta(&waiter_before["wakes"], &waiter_after["wakes"]),
+        waiter_mesh: counter_delta(&waiter_before["mesh"], &waiter_after["mesh"]),
+        pusher_mesh: counter_delta(&pusher_before["mesh"], &pusher_after["mesh"]),
     })
 }

@@ -82,6 +82,23 @@ pub(crate) fn print_table(s: &Settings, one: &Figures, three: &Figures) {
         "wakes by source on the waiting node over {} trials: 1 node {}; 3 nodes {}",
         s.trials, one.wakes_by_source, three.wakes_by_source
     );
+    let slowest = |f: &Figures| {
+        let trials: Vec<String> = f
+            .slowest_wakes
+            .iter()
+            .map(|(trial, ms)| format!("#{trial} {ms:.1} ms"))
+            .collect();
+        trials.join(", ")
+    };
+    println!(
+        "slowest wake trials: 1 node {}; 3 nodes {}",
+        slowest(one),
+        slowest(three)
+    );
+    println!(
+        "3 nodes, mesh counters over the cross-node wake phase: pushing node A {}; waiting node B {}",
+        three.pusher_mesh, three.waiter_mesh
+    );
     for (label, f) in [("1 node", one), ("3 nodes", three)] {
         if f.drain.exactly_once() && f.push_refused == 0 {
             println!(
