@@ -58,6 +58,10 @@ pub const FILES: &[(&str, &str)] = &[
         "013_system_state.sql",
         include_str!("../../sql/013_system_state.sql"),
     ),
+    (
+        "020_lease_require.sql",
+        include_str!("../../sql/020_lease_require.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.
