@@ -19,6 +19,10 @@ use crate::log::ack::{self, Ack};
 use crate::log::push::{self, PushError, PushItem, PushOutcome};
 use crate::segment::BlobError;
 
+mod plan;
+
+use plan::{Plan, Step};
+
 /// The answer text of a bundle carrying `kv` or `timers` riders (tier 3, not implemented).
 pub const RIDERS_UNSUPPORTED: &str = "kv and timers are not supported by this broker";
 
@@ -168,91 +172,6 @@ pub async fn apply(
             }
         }
     })
-}
-
-/// The bundle with leases resolved: what each step does and where its slots start.
-struct Plan {
-    steps: Vec<Step>,
-    leases: Vec<String>,
-    slots: usize,
-}
-
-enum Step {
-    Push {
-        first: usize,
-        items: Vec<PushItem>,
-    },
-    /// Consecutive acks of one consumer group: applied together, as one `/ack/batch`.
-    Acks {
-        first: usize,
-        group: ConsumerGroup,
-        acks: Vec<Ack>,
-    },
-}
-
-impl Plan {
-    fn new(bundle: &Bundle) -> Self {
-        let mut leases: Vec<String> = bundle
-            .required_leases
-            .iter()
-            .filter(|l| !l.is_empty())
-            .cloned()
-            .collect();
-        leases.sort();
-        leases.dedup();
-        // Borrowing only from a single named lease: with several, which one an ack belongs
-        // to would be a guess.
-        let borrowed = match leases.as_slice() {
-            [only] => only.clone(),
-            _ => String::new(),
-        };
-        let mut steps: Vec<Step> = Vec::new();
-        let mut slots = 0;
-        for op in &bundle.operations {
-            match op {
-                Operation::Push(items) => {
-                    steps.push(Step::Push {
-                        first: slots,
-                        items: items.clone(),
-                    });
-                    slots += items.len();
-                }
-                Operation::Ack(a) => {
-                    let mut ack = a.ack.clone();
-                    if ack.lease_id.is_empty() {
-                        ack.lease_id.clone_from(&borrowed);
-                    }
-                    match steps.last_mut() {
-                        Some(Step::Acks { group, acks, .. }) if *group == a.group => {
-                            acks.push(ack);
-                        }
-                        _ => steps.push(Step::Acks {
-                            first: slots,
-                            group: a.group.clone(),
-                            acks: vec![ack],
-                        }),
-                    }
-                    slots += 1;
-                }
-            }
-        }
-        Plan {
-            steps,
-            leases,
-            slots,
-        }
-    }
-
-    /// The first ack slot fenced by `lease`, to name in a failed fence.
-    fn first_slot_of(&self, lease: &str) -> Option<usize> {
-        self.steps.iter().find_map(|step| match step {
-            Step::Acks { first, acks, .. } => acks
-                .iter()
-                .position(|a| a.lease_id == lease)
-                .map(|k| first + k),
-            Step::Push { .. } => None,
-        })
-    }
 }
 
 enum Verdict {

@@ -3,17 +3,19 @@
 //! `/api/v1/ack`, concurrent bundles without losses or duplicates, and 400 for malformed
 //! bodies.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::drain::{drain, fill};
-use crate::support::fixtures::{consumer_row, numbers, offsets, partition_id, sql_count};
+use crate::support::fixtures::{
+    configure, consumer_row, first_contact, numbers, offsets, partition_id, spawn_get, sql_count,
+    wait_parked,
+};
 use crate::support::{payloads, TestBroker};
+
+mod bodies;
+mod concurrency;
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 
@@ -281,52 +283,6 @@ async fn an_ack_without_a_lease_is_fenced_by_the_single_required_lease() {
     );
 }
 
-/// Transaction ids repeated in a bundle, or already stored, answer `duplicate` with the
-/// stored message's id, and only one message is stored.
-#[actix_rt::test]
-async fn repeated_transaction_ids_answer_duplicate_like_push_does() {
-    // Arrange
-    let item = json!({ "queue": "dup", "payload": "once", "transactionId": "t-1" });
-    let b = TestBroker::start().await;
-
-    // Act
-    let first = bundle(
-        &b,
-        &json!({ "operations": [
-            { "type": "push", "items": [item, item] },
-            { "type": "push", "items": [item] },
-        ] }),
-    )
-    .await;
-    let again = bundle(
-        &b,
-        &json!({ "operations": [{ "type": "push", "items": [item] }] }),
-    )
-    .await;
-
-    // Assert
-    assert_eq!(first["success"], true, "{first}");
-    let statuses: Vec<&Value> = first["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| &r["status"])
-        .collect();
-    assert_eq!(
-        statuses,
-        vec!["queued", "duplicate", "duplicate"],
-        "{first}"
-    );
-    assert_eq!(again["success"], true, "{again}");
-    assert_eq!(again["results"][0]["status"], "duplicate", "{again}");
-    let id = &first["results"][0]["messageId"];
-    assert_eq!(&first["results"][1]["messageId"], id);
-    assert_eq!(&first["results"][2]["messageId"], id);
-    assert_eq!(&again["results"][0]["messageId"], id);
-    let popped = b.pop_messages("/api/v1/pop/queue/dup?batch=10").await;
-    assert_eq!(payloads(&popped), vec![json!("once")]);
-}
-
 /// A failed ack inside a bundle rewinds the partition to the failed message and releases
 /// the lease, exactly as `/api/v1/ack` does.
 #[actix_rt::test]
@@ -355,185 +311,6 @@ async fn a_failed_ack_in_a_bundle_rewinds_like_the_ack_route() {
     let again = b.pop_messages("/api/v1/pop/queue/nack?batch=3").await;
     assert_eq!(payloads(&again), numbers(1..3));
     assert_eq!(offsets(&again), vec![1, 2]);
-}
-
-/// Concurrent bundles, each acking one popped message and pushing one new message into
-/// another queue, lose nothing and duplicate nothing on either side.
-#[actix_rt::test]
-async fn concurrent_bundles_move_every_message_exactly_once() {
-    // Arrange
-    let b = Arc::new(TestBroker::start_with(&[("DB_POOL_SIZE", "20")]).await);
-    let (partitions, per_partition) = (16usize, 8usize);
-    let total = partitions * per_partition;
-    fill(&b, "mv-src", partitions, per_partition).await;
-    let moved = Arc::new(AtomicUsize::new(0));
-    let deadline = Instant::now() + Duration::from_secs(60);
-
-    // Act
-    let workers: Vec<_> = (0..12)
-        .map(|w| {
-            let (b, moved) = (b.clone(), moved.clone());
-            tokio::spawn(async move {
-                let mut delivered = Vec::new();
-                let mut n = 0;
-                while moved.load(Ordering::SeqCst) < total && Instant::now() < deadline {
-                    let popped = b.pop_messages("/api/v1/pop/queue/mv-src?batch=1").await;
-                    let Some(m) = popped.first() else {
-                        tokio::task::yield_now().await;
-                        continue;
-                    };
-                    n += 1;
-                    let answer = bundle(
-                        &b,
-                        &json!({
-                            "operations": [
-                                ack_op(m, "completed"),
-                                { "type": "push", "items": [{
-                                    "queue": "mv-dst",
-                                    "payload": m["data"],
-                                    "transactionId": format!("w{w}-{n}"),
-                                }] },
-                            ],
-                            "requiredLeases": [m["leaseId"]],
-                        }),
-                    )
-                    .await;
-                    assert_eq!(answer["success"], true, "{answer}");
-                    delivered.push(m["data"].clone());
-                    moved.fetch_add(1, Ordering::SeqCst);
-                }
-                delivered
-            })
-        })
-        .collect();
-    let mut from_source = Vec::new();
-    for w in workers {
-        from_source.extend(w.await.expect("worker"));
-    }
-
-    // Assert
-    assert_eq!(
-        from_source.len(),
-        total,
-        "not every message was moved in time"
-    );
-    assert_exactly_once(&from_source, partitions, per_partition, "mv-src");
-    assert!(b
-        .pop_messages("/api/v1/pop/queue/mv-src?batch=10")
-        .await
-        .is_empty());
-    let streams = drain(
-        b.clone(),
-        "/api/v1/pop/queue/mv-dst?batch=10",
-        2,
-        total,
-        Duration::from_secs(30),
-    )
-    .await;
-    let arrived: Vec<Value> = streams
-        .into_iter()
-        .flatten()
-        .map(|(p, i)| json!({ "p": p, "i": i }))
-        .collect();
-    assert_exactly_once(&arrived, partitions, per_partition, "mv-dst");
-}
-
-/// Every `{p, i}` of the fill exactly once: no loss, no duplicate.
-fn assert_exactly_once(got: &[Value], partitions: usize, per_partition: usize, label: &str) {
-    let mut seen: HashMap<(u64, u64), usize> = HashMap::new();
-    for v in got {
-        let key = (v["p"].as_u64().unwrap(), v["i"].as_u64().unwrap());
-        *seen.entry(key).or_default() += 1;
-    }
-    let duplicates: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(duplicates.is_empty(), "{label}: duplicates {duplicates:?}");
-    let lost: Vec<(u64, u64)> = (0..partitions as u64)
-        .flat_map(|p| (0..per_partition as u64).map(move |i| (p, i)))
-        .filter(|k| !seen.contains_key(k))
-        .collect();
-    assert!(lost.is_empty(), "{label}: lost {lost:?}");
-}
-
-/// Malformed bodies answer 400 with a JSON error and change nothing, even when some of
-/// their operations are valid.
-#[actix_rt::test]
-async fn malformed_bundles_answer_400_and_change_nothing() {
-    // Arrange
-    let b = TestBroker::start().await;
-    let good = push_op("bad-dst", &numbers(0..1));
-    let ack = json!({ "type": "ack", "transactionId": "t", "partitionId": "1" });
-    let bodies = [
-        json!({}),
-        json!({ "operations": {} }),
-        json!({ "operations": null }),
-        json!([good]),
-        json!({ "operations": [good, { "type": "nope" }] }),
-        json!({ "operations": [good, { "items": [] }] }),
-        json!({ "operations": [good, 7] }),
-        json!({ "operations": [{ "type": "push" }] }),
-        json!({ "operations": [{ "type": "push", "items": {} }] }),
-        json!({ "operations": [{ "type": "push", "items": [{ "queue": 5, "payload": 1 }] }] }),
-        json!({ "operations": [{ "type": "push", "items": [{ "queue": "a/b", "payload": 1 }] }] }),
-        json!({ "operations": [good, { "type": "ack", "transactionId": "t" }] }),
-        json!({ "operations": [good, { "type": "ack", "partitionId": "1" }] }),
-        json!({ "operations": [good, { "type": "ack", "transactionId": "t", "partitionId": "x" }] }),
-        json!({ "operations": [good, { "type": "ack", "transactionId": 5, "partitionId": "1" }] }),
-        json!({ "operations": [good, { "type": "ack", "transactionId": "t", "partitionId": "1", "consumerGroup": 3 }] }),
-        json!({ "operations": [good, ack], "requiredLeases": "lease" }),
-        json!({ "operations": [good, ack], "requiredLeases": [1] }),
-        json!({ "operations": [good], "kv": "x" }),
-    ];
-
-    for body in &bodies {
-        // Act
-        let (status, answer) = b.post("/api/v1/transaction", body).await;
-
-        // Assert
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body} -> {answer}");
-        assert!(answer["error"].is_string(), "{body} -> {answer}");
-    }
-    let (status, _) = b
-        .post_raw(
-            "/api/v1/transaction",
-            "application/json",
-            b"{not json".to_vec(),
-        )
-        .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(segments_of(&b, "bad-dst").await, 0);
-}
-
-/// A bundle with `kv` or `timers` riders is refused whole with 200 and changes nothing;
-/// empty riders are ignored.
-#[actix_rt::test]
-async fn kv_and_timer_riders_are_refused_without_changing_anything() {
-    // Arrange
-    let b = TestBroker::start().await;
-    let push = push_op("kv-dst", &numbers(0..1));
-
-    // Act
-    let with_kv = bundle(
-        &b,
-        &json!({ "operations": [push], "kv": [{ "op": "set", "key": "k" }] }),
-    )
-    .await;
-    let with_timers = bundle(
-        &b,
-        &json!({ "operations": [push], "timers": [{ "op": "cancel" }] }),
-    )
-    .await;
-    let empty_riders = bundle(&b, &json!({ "operations": [push], "kv": [], "timers": [] })).await;
-
-    // Assert
-    for refused in [&with_kv, &with_timers] {
-        assert_eq!(refused["success"], false, "{refused}");
-        assert_eq!(
-            refused["error"], "kv and timers are not supported by this broker",
-            "{refused}"
-        );
-    }
-    assert_eq!(empty_riders["success"], true, "{empty_riders}");
-    assert_eq!(segments_of(&b, "kv-dst").await, 1);
 }
 
 /// A refused bundle ends its transaction before the connection goes back to the pool: with
@@ -566,4 +343,41 @@ async fn a_refused_bundle_leaves_its_pooled_connection_outside_any_transaction()
     assert_eq!(refused["success"], false, "{refused}");
     assert_eq!(idle_in_transaction, 0);
     assert_eq!(payloads(&popped), numbers(5..6));
+}
+
+/// A committed bundle's push wakes a consumer parked on the target queue, as a plain push
+/// does (the announcement comes after the commit, so the woken pop finds the message).
+#[actix_rt::test]
+async fn a_committed_bundle_wakes_a_consumer_parked_on_its_push() {
+    // Arrange: a 5 s backoff, so only a wake can answer well before it.
+    let b = TestBroker::start_with(&[
+        ("POP_WAIT_INITIAL_INTERVAL_MS", "5000"),
+        ("POP_WAIT_MAX_INTERVAL_MS", "5000"),
+    ])
+    .await;
+    configure(&b, "tw-dst", json!({})).await;
+    first_contact(&b, "tw-dst", QUEUE_MODE).await;
+    let pop = spawn_get(
+        &b,
+        "/api/v1/pop/queue/tw-dst?autoAck=true&wait=true&timeout=10000",
+    );
+    wait_parked(&b, 1).await;
+
+    // Act
+    let sent = Instant::now();
+    let answer = bundle(
+        &b,
+        &json!({ "operations": [push_op("tw-dst", &[json!("woken")])] }),
+    )
+    .await;
+    let popped = pop.await.expect("pop task");
+
+    // Assert
+    assert_eq!(answer["success"], true, "{answer}");
+    assert_eq!(payloads(&popped.messages()), vec![json!("woken")]);
+    let waited = popped.at.saturating_duration_since(sent);
+    assert!(
+        waited < Duration::from_millis(2500),
+        "the parked pop answered {waited:?} after the bundle: no wake"
+    );
 }
