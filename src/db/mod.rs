@@ -9,6 +9,7 @@
 pub mod ack;
 pub mod embedded;
 pub mod error;
+pub mod groups;
 pub mod lease;
 pub mod pool;
 pub mod pop;

@@ -6,6 +6,8 @@
 //! wire formats to `http` and the SQL to `db`.
 
 pub mod ack;
+pub mod encryption;
+pub mod groups;
 pub mod pop;
 pub mod push;
 pub mod transaction;

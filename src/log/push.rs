@@ -18,6 +18,7 @@ use crate::db::push::{AppendOutcome, SegmentAppend};
 use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
 use crate::domain::{PartitionName, QueueName, Tenant};
+use crate::log::encryption::seal_payloads;
 use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
 
 /// One message to store.
@@ -77,6 +78,12 @@ pub enum PushError {
     /// A segment could not be compressed.
     #[error("segment could not be built")]
     Blob(#[from] BlobError),
+    /// The queue is encrypted but this node has no `QUEEN_ENCRYPTION_KEY`.
+    #[error("queue {queue} is encrypted but this broker has no QUEEN_ENCRYPTION_KEY")]
+    NoKey {
+        /// The encrypted queue.
+        queue: String,
+    },
 }
 
 /// Stores `items` (all or nothing) and answers one outcome per item, in order. After the
@@ -91,8 +98,10 @@ pub async fn push(
     if items.is_empty() {
         return Ok(Vec::new());
     }
+    // Sealing reads queue options on a connection of its own: before this push holds one.
+    let prepared = prepare(broker, tenant, items).await?;
     let mut conn = broker.db.conn().await?;
-    let outcomes = match stage_and_commit(&mut conn, tenant, items, zstd_level).await {
+    let outcomes = match stage_and_commit(&mut conn, tenant, items, &prepared, zstd_level).await {
         Err(PushError::Db(error)) => return Err(PushError::Db(conn.note(error))),
         result => result?,
     };
@@ -101,18 +110,21 @@ pub async fn push(
     Ok(outcomes)
 }
 
-/// Appends `items` inside a transaction the caller owns, which commits it and then calls
-/// [`announce`]. Answers one outcome per item, in order; dedup sees earlier appends of the
-/// same transaction.
-pub async fn stage(
-    tx: &DataTransaction<'_>,
+/// A push's items made ready for [`stage`]: message ids minted, effective transaction ids,
+/// payloads of encrypted queues sealed. Built before any pooled connection is held.
+#[derive(Debug, Clone)]
+pub struct PreparedPush {
+    message_ids: Vec<Uuid>,
+    txn_ids: Vec<String>,
+    sealed: Vec<Option<Vec<u8>>>,
+}
+
+/// Mints ids and seals the payloads of `items` (see [`PreparedPush`]).
+pub async fn prepare(
+    broker: &Broker,
     tenant: &Tenant,
     items: &[PushItem],
-    zstd_level: i32,
-) -> Result<Vec<PushOutcome>, PushError> {
-    if items.is_empty() {
-        return Ok(Vec::new());
-    }
+) -> Result<PreparedPush, PushError> {
     let message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
     let txn_ids: Vec<String> = items
         .iter()
@@ -123,7 +135,27 @@ pub async fn stage(
                 .unwrap_or_else(|| id.to_string())
         })
         .collect();
+    let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
+    Ok(PreparedPush {
+        message_ids,
+        txn_ids,
+        sealed,
+    })
+}
 
+/// Appends `items` (made ready by [`prepare`]) inside a transaction the caller owns, which
+/// commits it and then calls [`announce`]. Answers one outcome per item, in order; dedup
+/// sees earlier appends of the same transaction.
+pub async fn stage(
+    tx: &DataTransaction<'_>,
+    tenant: &Tenant,
+    items: &[PushItem],
+    prepared: &PreparedPush,
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
     // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
     // over the same partitions lock them in the same order and cannot deadlock.
     let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<usize>> = BTreeMap::new();
@@ -139,8 +171,9 @@ pub async fn stage(
         tx,
         tenant,
         items,
-        &message_ids,
-        &txn_ids,
+        &prepared.message_ids,
+        &prepared.txn_ids,
+        &prepared.sealed,
         &groups,
         zstd_level,
         &mut outcomes,
@@ -156,10 +189,11 @@ async fn stage_and_commit(
     conn: &mut PgConn,
     tenant: &Tenant,
     items: &[PushItem],
+    prepared: &PreparedPush,
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
     let tx = DataTransaction::begin(conn).await?;
-    let outcomes = stage(&tx, tenant, items, zstd_level).await?;
+    let outcomes = stage(&tx, tenant, items, prepared, zstd_level).await?;
     tx.commit().await?;
     Ok(outcomes)
 }
@@ -201,6 +235,7 @@ async fn append_groups(
     items: &[PushItem],
     message_ids: &[Uuid],
     txn_ids: &[String],
+    sealed: &[Option<Vec<u8>>],
     groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
     zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
@@ -223,15 +258,21 @@ async fn append_groups(
         while !pending.is_empty() {
             let mut builder = SegmentBuilder::new();
             for &i in &pending {
-                builder
-                    .push(&NewFrame {
-                        message_id: message_ids[i],
-                        trace_id: items[i].trace_id,
-                        transaction_id: &txn_ids[i],
-                        producer: None,
-                        payload: &items[i].payload,
-                    })
-                    .map_err(|source| PushError::Frame { index: i, source })?;
+                let mut frame = NewFrame {
+                    message_id: message_ids[i],
+                    trace_id: items[i].trace_id,
+                    transaction_id: &txn_ids[i],
+                    producer: None,
+                    payload: &items[i].payload,
+                };
+                let pushed = match &sealed[i] {
+                    None => builder.push(&frame),
+                    Some(sealed) => {
+                        frame.payload = sealed;
+                        builder.push_sealed(&frame)
+                    }
+                };
+                pushed.map_err(|source| PushError::Frame { index: i, source })?;
             }
             let blob = builder.finish(zstd_level)?;
             let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();

@@ -16,8 +16,7 @@ use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
 use crate::domain::{ConsumerGroup, Tenant};
 use crate::log::ack::{self, Ack};
-use crate::log::push::{self, PushError, PushItem, PushOutcome};
-use crate::segment::BlobError;
+use crate::log::push::{self, PreparedPush, PushError, PushItem, PushOutcome};
 
 mod plan;
 
@@ -103,9 +102,19 @@ pub enum TransactionError {
     /// The database failed; everything rolled back.
     #[error("transaction could not be applied")]
     Db(#[from] DbError),
-    /// A segment could not be compressed.
-    #[error("segment could not be built")]
-    Blob(#[from] BlobError),
+    /// A push could not be built (a segment not compressed, an encrypted queue without a
+    /// key on this node).
+    #[error("push could not be built")]
+    Push(#[source] PushError),
+}
+
+impl From<PushError> for TransactionError {
+    fn from(e: PushError) -> Self {
+        match e {
+            PushError::Db(db) => TransactionError::Db(db),
+            other => TransactionError::Push(other),
+        }
+    }
 }
 
 /// Applies `bundle` in one PostgreSQL transaction: the lease fence first (it locks the
@@ -135,10 +144,20 @@ pub async fn apply(
         });
     }
 
+    // Ids and sealed payloads, before any connection is held (sealing may read queue
+    // options on a connection of its own); one per step, `None` for ack steps.
+    let mut prepared: Vec<Option<PreparedPush>> = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        prepared.push(match step {
+            Step::Push { items, .. } => Some(push::prepare(broker, tenant, items).await?),
+            Step::Acks { .. } => None,
+        });
+    }
+
     let mut attempt = 1;
     let verdict = loop {
         let mut conn = broker.db.conn().await?;
-        match run(&mut conn, tenant, &plan, zstd_level).await {
+        match run(&mut conn, tenant, &plan, &prepared, zstd_level).await {
             Err(TransactionError::Db(error)) => {
                 let error = conn.note(error);
                 if error.is_retryable() && attempt < MAX_ATTEMPTS {
@@ -188,10 +207,11 @@ async fn run(
     conn: &mut PgConn,
     tenant: &Tenant,
     plan: &Plan,
+    prepared: &[Option<PreparedPush>],
     zstd_level: i32,
 ) -> Result<Verdict, TransactionError> {
     let tx = DataTransaction::begin(conn).await?;
-    match apply_plan(&tx, tenant, plan, zstd_level).await {
+    match apply_plan(&tx, tenant, plan, prepared, zstd_level).await {
         Ok(Verdict::Commit(results)) => {
             tx.commit().await?;
             Ok(Verdict::Commit(results))
@@ -213,6 +233,7 @@ async fn apply_plan(
     tx: &DataTransaction<'_>,
     tenant: &Tenant,
     plan: &Plan,
+    prepared: &[Option<PreparedPush>],
     zstd_level: i32,
 ) -> Result<Verdict, TransactionError> {
     if let Some(lost) = tx.require_leases(&plan.leases).await?.first() {
@@ -222,19 +243,21 @@ async fn apply_plan(
         });
     }
     let mut results = Vec::with_capacity(plan.slots);
-    for step in &plan.steps {
+    for (step, prepared) in plan.steps.iter().zip(prepared) {
         match step {
-            Step::Push { first, items } => match push::stage(tx, tenant, items, zstd_level).await {
-                Ok(outcomes) => results.extend(outcomes.into_iter().map(OpResult::Pushed)),
-                Err(PushError::Db(e)) => return Err(e.into()),
-                Err(PushError::Blob(e)) => return Err(e.into()),
-                Err(e @ PushError::Frame { index, .. }) => {
-                    return Ok(Verdict::Rollback {
-                        error: e.to_string(),
-                        failed_index: Some(first + index),
-                    })
+            Step::Push { first, items } => {
+                let prepared = prepared.as_ref().expect("every push step was prepared");
+                match push::stage(tx, tenant, items, prepared, zstd_level).await {
+                    Ok(outcomes) => results.extend(outcomes.into_iter().map(OpResult::Pushed)),
+                    Err(e @ PushError::Frame { index, .. }) => {
+                        return Ok(Verdict::Rollback {
+                            error: e.to_string(),
+                            failed_index: Some(first + index),
+                        })
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-            },
+            }
             Step::Acks { first, group, acks } => {
                 let verdicts = ack::stage(tx, group, acks).await?;
                 if let Some(k) = verdicts.iter().position(|v| !v.success) {

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::frame::{FrameError, FrameIter, NewFrame, StoredFrame};
+use super::frame::{FrameError, FrameIter, NewFrame, StoredFrame, FLAG_ENCRYPTED};
 
 /// Largest decompressed segment the broker will open. A segment is one push's messages for
 /// one partition, bounded by the request body limit; anything larger is corrupt or hostile.
@@ -84,6 +84,17 @@ impl SegmentBuilder {
     /// Appends one message.
     pub fn push(&mut self, frame: &NewFrame<'_>) -> Result<(), FrameError> {
         frame.encode(&mut self.raw)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Appends one message whose payload is already sealed ([`crate::segment::seal`]):
+    /// the frame carries flag 4 so that readers open it before rendering.
+    pub fn push_sealed(&mut self, frame: &NewFrame<'_>) -> Result<(), FrameError> {
+        let start = self.raw.len();
+        frame.encode(&mut self.raw)?;
+        // The flags byte follows the 4-byte length prefix.
+        self.raw[start + 4] |= FLAG_ENCRYPTED;
         self.count += 1;
         Ok(())
     }

@@ -17,8 +17,8 @@ const NO_RESEED_MS: &str = "60000";
 /// pop's next in-memory re-poll (backoff capped at `BACKOFF_MAX_MS`).
 const CUT_RESEED_MS: u64 = 500;
 const BACKOFF_MAX_MS: u64 = 500;
-/// Scheduling slack for three debug processes on two shared cores.
-const CUT_SLACK_MS: u64 = 500;
+/// Scheduling slack for debug processes on two cores shared with the rest of the suite.
+const CUT_SLACK_MS: u64 = 1500;
 
 /// A consumer parked on node B is woken by a push through node A within 50 ms at the p99
 /// over 200 trials, and gets exactly the pushed message each time.
@@ -67,6 +67,7 @@ async fn a_push_through_one_node_wakes_a_consumer_parked_on_another_within_50_ms
 /// the mesh, not anything else, is what makes cross-node wakes fast.
 #[actix_rt::test]
 async fn with_the_mesh_cut_a_push_through_another_node_arrives_only_within_the_reseed_floor() {
+    let _quiet = TIMING.lock().await;
     // Arrange
     let cluster = TestCluster::start(
         2,
