@@ -1,11 +1,11 @@
 //! Bundle bodies: dedup of repeated transaction ids like push, 400 for malformed bodies
-//! with nothing changed, and the refused `kv`/`timers` riders.
+//! with nothing changed, the refused `kv`/`timers` riders, and sealing on encrypted queues.
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::{bundle, push_op, segments_of};
-use crate::support::fixtures::numbers;
+use crate::support::fixtures::{configure, numbers};
 use crate::support::{payloads, TestBroker};
 
 /// Transaction ids repeated in a bundle, or already stored, answer `duplicate` with the
@@ -134,4 +134,47 @@ async fn kv_and_timer_riders_are_refused_without_changing_anything() {
     }
     assert_eq!(empty_riders["success"], true, "{empty_riders}");
     assert_eq!(segments_of(&b, "kv-dst").await, 1);
+}
+
+/// A bundle's push into an encrypted queue is sealed at rest like a plain push, and pops
+/// return the payload as pushed.
+#[actix_rt::test]
+async fn a_bundle_push_into_an_encrypted_queue_stores_no_plaintext() {
+    // Arrange
+    let b = TestBroker::start_with(&[(
+        "QUEEN_ENCRYPTION_KEY",
+        "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    )])
+    .await;
+    configure(&b, "tx-vault", json!({ "encryptionEnabled": true })).await;
+    let secret = json!({ "card": "4111-secret" });
+
+    // Act
+    let answer = bundle(
+        &b,
+        &json!({ "operations": [push_op("tx-vault", std::slice::from_ref(&secret))] }),
+    )
+    .await;
+
+    // Assert
+    assert_eq!(answer["success"], true, "{answer}");
+    let rows = b
+        .sql()
+        .await
+        .query(
+            "SELECT s.blob FROM queen.log_segments s \
+             JOIN queen.log_partitions p ON p.id = s.partition_id \
+             JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'tx-vault'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let stored = zstd::decode_all(rows[0].get::<_, Vec<u8>>(0).as_slice()).unwrap();
+    assert!(
+        !stored.windows(4).any(|w| w == b"4111"),
+        "plaintext found in an encrypted queue's segment"
+    );
+    let popped = b.pop_messages("/api/v1/pop/queue/tx-vault").await;
+    assert_eq!(payloads(&popped), vec![secret]);
 }
