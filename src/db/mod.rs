@@ -2,7 +2,8 @@
 //!
 //! It owns the connection pool ([`pool`]), the embedded PostgreSQL launcher ([`embedded`]),
 //! the schema installer ([`schema`]), one Rust function per SQL function (`push`, `pop`,
-//! `ack`, `lease`, `queues`) and the database error type ([`error`]). Callers never see a
+//! `ack`, `lease`, `queues`), the caller-owned data transaction ([`transaction`]) and the
+//! database error type ([`error`]). Callers never see a
 //! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
 
 pub mod ack;
@@ -16,6 +17,7 @@ pub mod push;
 pub mod queues;
 pub mod schema;
 pub mod system;
+pub mod transaction;
 
 pub use error::DbError;
 pub use pool::{Db, PgConn};

@@ -62,6 +62,10 @@ pub const FILES: &[(&str, &str)] = &[
         "014_group_conflation.sql",
         include_str!("../../sql/014_group_conflation.sql"),
     ),
+    (
+        "020_lease_require.sql",
+        include_str!("../../sql/020_lease_require.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

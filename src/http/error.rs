@@ -11,6 +11,7 @@ use tracing::{error, warn};
 
 use crate::db::DbError;
 use crate::log::push::PushError;
+use crate::log::transaction::TransactionError;
 
 /// A request that ends in an error answer.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +59,15 @@ impl From<PushError> for ApiError {
             PushError::Frame { .. } => ApiError::BadRequest(e.to_string()),
             PushError::Blob(b) => ApiError::Corrupt(Box::new(b)),
             PushError::NoKey { .. } => ApiError::Misconfigured(e.to_string()),
+        }
+    }
+}
+
+impl From<TransactionError> for ApiError {
+    fn from(e: TransactionError) -> Self {
+        match e {
+            TransactionError::Db(db) => ApiError::Db(db),
+            TransactionError::Push(push) => ApiError::from(push),
         }
     }
 }

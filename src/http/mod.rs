@@ -1,7 +1,7 @@
 //! HTTP: the route table, the shared state the handlers see, and the body and query readers.
 //!
-//! One handler file per route family (`push`, `pop`, `ack`, `lease`, `configure`,
-//! `health`); status codes and error bodies are decided in [`error`] only.
+//! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
+//! `configure`, `health`); status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
 pub mod configure;
@@ -13,6 +13,7 @@ pub mod pop;
 pub mod push;
 pub mod query;
 pub mod system;
+pub mod transaction;
 
 use std::sync::Arc;
 
@@ -78,6 +79,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/ack/batch")
             .route(web::post().to(ack::ack_batch))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/transaction")
+            .route(web::post().to(transaction::transaction))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

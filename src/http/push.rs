@@ -19,9 +19,10 @@ struct PushBody {
     items: Vec<RawItem>,
 }
 
+/// One pushed item as sent, before validation (also the items of a transaction's push).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawItem {
+pub(super) struct RawItem {
     queue: Option<Value>,
     partition: Option<Value>,
     payload: Option<Box<RawValue>>,
@@ -78,7 +79,8 @@ pub async fn push(
     Ok(HttpResponse::Created().json(answer))
 }
 
-fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError> {
+/// Validates item `index` into a [`PushItem`]; errors name `items[index].<field>`.
+pub(super) fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError> {
     let field = |name: &str| format!("items[{index}].{name}");
     let text = |name: &str, value: Option<Value>| -> Result<Option<String>, ApiError> {
         match value {

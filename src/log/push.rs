@@ -3,6 +3,8 @@
 //! Transaction ids dedup within the request first (the first occurrence wins), then against
 //! the partition in SQL: when `log_push_v1` reports stored duplicates, the segment is
 //! rebuilt without them and appended again under the partition lock it already holds.
+//! [`stage`] does the database work inside a caller's transaction (a transaction bundle);
+//! [`push`] wraps it in a transaction of its own.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,8 +14,9 @@ use uuid::Uuid;
 use crate::actors::ring::PartitionRef;
 use crate::actors::wake_gate::WakeSource;
 use crate::broker::Broker;
-use crate::db::push::{AppendOutcome, PushTransaction, SegmentAppend};
-use crate::db::DbError;
+use crate::db::push::{AppendOutcome, SegmentAppend};
+use crate::db::transaction::DataTransaction;
+use crate::db::{DbError, PgConn};
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::log::encryption::seal_payloads;
 use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
@@ -95,6 +98,33 @@ pub async fn push(
     if items.is_empty() {
         return Ok(Vec::new());
     }
+    // Sealing reads queue options on a connection of its own: before this push holds one.
+    let prepared = prepare(broker, tenant, items).await?;
+    let mut conn = broker.db.conn().await?;
+    let outcomes = match stage_and_commit(&mut conn, tenant, items, &prepared, zstd_level).await {
+        Err(PushError::Db(error)) => return Err(PushError::Db(conn.note(error))),
+        result => result?,
+    };
+    drop(conn);
+    announce(broker, tenant, items, &outcomes);
+    Ok(outcomes)
+}
+
+/// A push's items made ready for [`stage`]: message ids minted, effective transaction ids,
+/// payloads of encrypted queues sealed. Built before any pooled connection is held.
+#[derive(Debug, Clone)]
+pub struct PreparedPush {
+    message_ids: Vec<Uuid>,
+    txn_ids: Vec<String>,
+    sealed: Vec<Option<Vec<u8>>>,
+}
+
+/// Mints ids and seals the payloads of `items` (see [`PreparedPush`]).
+pub async fn prepare(
+    broker: &Broker,
+    tenant: &Tenant,
+    items: &[PushItem],
+) -> Result<PreparedPush, PushError> {
     let message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
     let txn_ids: Vec<String> = items
         .iter()
@@ -106,7 +136,26 @@ pub async fn push(
         })
         .collect();
     let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
+    Ok(PreparedPush {
+        message_ids,
+        txn_ids,
+        sealed,
+    })
+}
 
+/// Appends `items` (made ready by [`prepare`]) inside a transaction the caller owns, which
+/// commits it and then calls [`announce`]. Answers one outcome per item, in order; dedup
+/// sees earlier appends of the same transaction.
+pub async fn stage(
+    tx: &DataTransaction<'_>,
+    tenant: &Tenant,
+    items: &[PushItem],
+    prepared: &PreparedPush,
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
     // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
     // over the same partitions lock them in the same order and cannot deadlock.
     let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<usize>> = BTreeMap::new();
@@ -118,35 +167,40 @@ pub async fn push(
     }
 
     let mut outcomes: Vec<Option<PushOutcome>> = vec![None; items.len()];
-    let mut conn = broker.db.conn().await?;
-    let result = append_groups(
-        &mut conn,
+    append_groups(
+        tx,
         tenant,
         items,
-        &message_ids,
-        &txn_ids,
-        &sealed,
+        &prepared.message_ids,
+        &prepared.txn_ids,
+        &prepared.sealed,
         &groups,
         zstd_level,
         &mut outcomes,
     )
-    .await;
-    if let Err(PushError::Db(error)) = result {
-        return Err(PushError::Db(conn.note(error)));
-    }
-    result?;
-    drop(conn);
-    let outcomes: Vec<PushOutcome> = outcomes
+    .await?;
+    Ok(outcomes
         .into_iter()
         .map(|o| o.expect("every item gets an outcome"))
-        .collect();
-    announce(broker, tenant, items, &outcomes);
+        .collect())
+}
+
+async fn stage_and_commit(
+    conn: &mut PgConn,
+    tenant: &Tenant,
+    items: &[PushItem],
+    prepared: &PreparedPush,
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
+    let tx = DataTransaction::begin(conn).await?;
+    let outcomes = stage(&tx, tenant, items, prepared, zstd_level).await?;
+    tx.commit().await?;
     Ok(outcomes)
 }
 
 /// Tells the local group actors, and the peers through the mesh, which partitions
-/// received how many messages.
-fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
+/// received how many messages. Call it only after the commit that stored `outcomes`.
+pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
     // (partition id, messages, last offset) per (queue, partition).
     let mut landed: BTreeMap<(&QueueName, &PartitionName), (i64, u32, i64)> = BTreeMap::new();
     for (item, outcome) in items.iter().zip(outcomes) {
@@ -176,7 +230,7 @@ fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[Pu
 
 #[allow(clippy::too_many_arguments)]
 async fn append_groups(
-    conn: &mut crate::db::PgConn,
+    tx: &DataTransaction<'_>,
     tenant: &Tenant,
     items: &[PushItem],
     message_ids: &[Uuid],
@@ -186,7 +240,6 @@ async fn append_groups(
     zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
 ) -> Result<(), PushError> {
-    let tx = PushTransaction::begin(conn).await?;
     for ((queue, partition), indices) in groups {
         // Dedup within the request: later repeats point at the first occurrence.
         let mut first_of: HashMap<&str, usize> = HashMap::new();
@@ -283,6 +336,5 @@ async fn append_groups(
             });
         }
     }
-    tx.commit().await?;
     Ok(())
 }

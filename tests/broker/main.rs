@@ -24,5 +24,6 @@ mod pop_routes;
 mod pop_subscriptions;
 mod push;
 mod shutdown;
+mod transaction;
 mod wakes_lost;
 mod wakes_push;
