@@ -3,7 +3,11 @@
 //! Transaction ids dedup within the request first (the first occurrence wins), then against
 //! the partition in SQL: when `log_push_v1` reports stored duplicates, the segment is
 //! rebuilt without them and appended again under the partition lock it already holds.
+//!
+//! A binary push with stored frames (`QPB1` flag 8) hands over [`PrebuiltSegment`]s: the
+//! client's compressed groups, validated by `http::binary`, appended as they are.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use tracing::{debug, instrument};
@@ -15,7 +19,7 @@ use crate::broker::Broker;
 use crate::db::push::{AppendOutcome, PushTransaction, SegmentAppend};
 use crate::db::DbError;
 use crate::domain::{PartitionName, QueueName, Tenant};
-use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
+use crate::segment::{BlobError, Codec, FrameError, NewFrame, SegmentBuilder};
 
 /// One message to store.
 #[derive(Debug, Clone)]
@@ -30,6 +34,19 @@ pub struct PushItem {
     pub transaction_id: Option<String>,
     /// Trace correlation id.
     pub trace_id: Option<Uuid>,
+}
+
+/// A client-compressed group (`QPB1` flag 8): the frames of `items[first..first + n]`, with
+/// the client's message ids, as one zstd frame. The caller has validated every frame, and
+/// the items carry the same transaction ids, trace ids and payloads as the frames.
+#[derive(Debug, Clone)]
+pub struct PrebuiltSegment {
+    /// Index of the group's first item.
+    pub first: usize,
+    /// The client-minted message ids, in frame order (kept: retries resend the same ids).
+    pub message_ids: Vec<Uuid>,
+    /// The zstd frame as the client sent it.
+    pub bytes: Vec<u8>,
 }
 
 /// The verdict on one pushed item.
@@ -85,10 +102,30 @@ pub async fn push(
     items: &[PushItem],
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
+    push_prebuilt(broker, tenant, items, &[], zstd_level).await
+}
+
+/// [`push`], where some items come as client-compressed groups that are stored as they are
+/// unless the request or the partition already holds some of their transaction ids.
+pub async fn push_prebuilt(
+    broker: &Broker,
+    tenant: &Tenant,
+    items: &[PushItem],
+    prebuilt: &[PrebuiltSegment],
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
     if items.is_empty() {
         return Ok(Vec::new());
     }
-    let message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    let mut message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    // Which prebuilt segment each item belongs to, if any.
+    let mut segment_of: Vec<Option<usize>> = vec![None; items.len()];
+    for (s, seg) in prebuilt.iter().enumerate() {
+        for (k, id) in seg.message_ids.iter().enumerate() {
+            message_ids[seg.first + k] = *id;
+            segment_of[seg.first + k] = Some(s);
+        }
+    }
     let txn_ids: Vec<String> = items
         .iter()
         .zip(&message_ids)
@@ -118,6 +155,10 @@ pub async fn push(
         &message_ids,
         &txn_ids,
         &groups,
+        Prebuilt {
+            segments: prebuilt,
+            segment_of: &segment_of,
+        },
         zstd_level,
         &mut outcomes,
     )
@@ -165,6 +206,13 @@ fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[Pu
     }
 }
 
+/// The prebuilt segments of a request and, per item, the one it belongs to.
+#[derive(Clone, Copy)]
+struct Prebuilt<'a> {
+    segments: &'a [PrebuiltSegment],
+    segment_of: &'a [Option<usize>],
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn append_groups(
     conn: &mut crate::db::PgConn,
@@ -173,6 +221,7 @@ async fn append_groups(
     message_ids: &[Uuid],
     txn_ids: &[String],
     groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
+    prebuilt: Prebuilt<'_>,
     zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
 ) -> Result<(), PushError> {
@@ -192,69 +241,33 @@ async fn append_groups(
             }
         }
 
-        while !pending.is_empty() {
-            let mut builder = SegmentBuilder::new();
-            for &i in &pending {
-                builder
-                    .push(&NewFrame {
-                        message_id: message_ids[i],
-                        trace_id: items[i].trace_id,
-                        transaction_id: &txn_ids[i],
-                        producer: None,
-                        payload: &items[i].payload,
-                    })
-                    .map_err(|source| PushError::Frame { index: i, source })?;
-            }
-            let blob = builder.finish(zstd_level)?;
-            let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();
-            let seg_ids: Vec<Uuid> = pending.iter().map(|&i| message_ids[i]).collect();
-            let outcome = tx
-                .append(&SegmentAppend {
-                    tenant: tenant.as_str(),
-                    queue: queue.as_str(),
-                    partition: partition.as_str(),
-                    transaction_ids: &seg_txns,
-                    message_ids: &seg_ids,
-                    blob: &blob.bytes,
-                    codec: blob.codec.as_i16(),
-                    producer: None,
-                })
-                .await?;
-            match outcome {
-                AppendOutcome::Stored {
-                    partition_id,
-                    base_offset,
-                } => {
-                    for (k, &i) in pending.iter().enumerate() {
-                        outcomes[i] = Some(PushOutcome {
-                            status: PushStatus::Queued,
-                            transaction_id: txn_ids[i].clone(),
-                            message_id: message_ids[i],
-                            partition_id,
-                            offset: base_offset + k as i64,
-                        });
-                    }
-                    pending.clear();
-                }
-                AppendOutcome::Duplicates {
-                    partition_id,
-                    duplicates,
-                } => {
-                    debug!(queue = %queue, partition = %partition, duplicates = duplicates.len(), "push met stored transaction ids");
-                    for dup in duplicates {
-                        if let Some(&i) = first_of.get(dup.transaction_id.as_str()) {
-                            outcomes[i] = Some(PushOutcome {
-                                status: PushStatus::Duplicate,
-                                transaction_id: dup.transaction_id,
-                                message_id: dup.message_id,
-                                partition_id,
-                                offset: dup.offset,
-                            });
-                        }
-                    }
-                    pending.retain(|&i| outcomes[i].is_none());
-                }
-            }
+        // One segment per run of items from the same prebuilt group (or one for the whole
+        // group when nothing is prebuilt). A prebuilt group is stored as the client sent it
+        // only when none of its items was dropped as a repeat; otherwise, and once the
+        // partition reports duplicates, it is rebuilt without them (recompressed by us).
+        for run in pending.chunk_by(|a, b| prebuilt.segment_of[*a] == prebuilt.segment_of[*b]) {
+            let as_sent = prebuilt.segment_of[run[0]]
+                .map(|s| &prebuilt.segments[s])
+                .filter(|seg| seg.message_ids.len() == run.len())
+                .map(|seg| seg.bytes.as_slice());
+            let batch = Batch {
+                queue,
+                partition,
+                first_of: &first_of,
+            };
+            append_run(
+                &tx,
+                tenant,
+                items,
+                message_ids,
+                txn_ids,
+                &batch,
+                run.to_vec(),
+                as_sent,
+                zstd_level,
+                outcomes,
+            )
+            .await?;
         }
 
         for (i, first) in repeats {
@@ -268,5 +281,101 @@ async fn append_groups(
         }
     }
     tx.commit().await?;
+    Ok(())
+}
+
+/// The (queue, partition) a run belongs to and its transaction ids' first occurrences.
+struct Batch<'a> {
+    queue: &'a QueueName,
+    partition: &'a PartitionName,
+    first_of: &'a HashMap<&'a str, usize>,
+}
+
+/// Appends one run of items as one segment: `as_sent` bytes first when given, rebuilt
+/// without the duplicates the partition reports until everything left is stored.
+#[allow(clippy::too_many_arguments)]
+async fn append_run(
+    tx: &PushTransaction<'_>,
+    tenant: &Tenant,
+    items: &[PushItem],
+    message_ids: &[Uuid],
+    txn_ids: &[String],
+    batch: &Batch<'_>,
+    mut pending: Vec<usize>,
+    mut as_sent: Option<&[u8]>,
+    zstd_level: i32,
+    outcomes: &mut [Option<PushOutcome>],
+) -> Result<(), PushError> {
+    let (queue, partition) = (batch.queue, batch.partition);
+    while !pending.is_empty() {
+        let (bytes, codec): (Cow<'_, [u8]>, Codec) = match as_sent.take() {
+            Some(bytes) => (Cow::Borrowed(bytes), Codec::Zstd),
+            None => {
+                let mut builder = SegmentBuilder::new();
+                for &i in &pending {
+                    builder
+                        .push(&NewFrame {
+                            message_id: message_ids[i],
+                            trace_id: items[i].trace_id,
+                            transaction_id: &txn_ids[i],
+                            producer: None,
+                            payload: &items[i].payload,
+                        })
+                        .map_err(|source| PushError::Frame { index: i, source })?;
+                }
+                let blob = builder.finish(zstd_level)?;
+                (Cow::Owned(blob.bytes), blob.codec)
+            }
+        };
+        let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();
+        let seg_ids: Vec<Uuid> = pending.iter().map(|&i| message_ids[i]).collect();
+        let outcome = tx
+            .append(&SegmentAppend {
+                tenant: tenant.as_str(),
+                queue: queue.as_str(),
+                partition: partition.as_str(),
+                transaction_ids: &seg_txns,
+                message_ids: &seg_ids,
+                blob: &bytes,
+                codec: codec.as_i16(),
+                producer: None,
+            })
+            .await?;
+        match outcome {
+            AppendOutcome::Stored {
+                partition_id,
+                base_offset,
+            } => {
+                for (k, &i) in pending.iter().enumerate() {
+                    outcomes[i] = Some(PushOutcome {
+                        status: PushStatus::Queued,
+                        transaction_id: txn_ids[i].clone(),
+                        message_id: message_ids[i],
+                        partition_id,
+                        offset: base_offset + k as i64,
+                    });
+                }
+                pending.clear();
+            }
+            AppendOutcome::Duplicates {
+                partition_id,
+                duplicates,
+            } => {
+                debug!(queue = %queue, partition = %partition, duplicates = duplicates.len(), "push met stored transaction ids");
+                for dup in duplicates {
+                    if let Some(&i) = batch.first_of.get(dup.transaction_id.as_str()) {
+                        outcomes[i] = Some(PushOutcome {
+                            status: PushStatus::Duplicate,
+                            transaction_id: dup.transaction_id,
+                            message_id: dup.message_id,
+                            partition_id,
+                            offset: dup.offset,
+                        });
+                    }
+                }
+                pending.retain(|&i| outcomes[i].is_none());
+            }
+        }
+    }
     Ok(())
 }
