@@ -1,11 +1,12 @@
 //! The three pop routes: parse the query into a [`PopRequest`], run it, answer `200` with the
-//! JSON delivery or `204` with no body at all.
+//! JSON delivery (or the `QPF1` framed one with `frames=true`) or `204` with no body at all.
 
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
+use super::binary::qpf1;
 use super::query::Query;
 use super::{ApiError, AppState};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
@@ -71,9 +72,17 @@ async fn serve(
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
     let request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    let framed = query.flag("frames", false)?;
     let delivery = pop(&state.broker, &state.tenant(req), &request).await?;
     match delivery {
         None => Ok(HttpResponse::NoContent().finish()),
+        Some(delivery) if framed => {
+            let body = qpf1::framed_answer(&delivery, request.group.as_str())
+                .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
+            Ok(HttpResponse::Ok()
+                .content_type(qpf1::CONTENT_TYPE)
+                .body(body))
+        }
         Some(delivery) => {
             let body = render::json_answer(&delivery, request.group.as_str())
                 .map_err(|e| ApiError::Corrupt(Box::new(e)))?;

@@ -6,6 +6,7 @@
 //! status codes to `http::error`.
 
 pub mod qpb1;
+pub mod qpf1;
 
 mod error;
 mod reader;

@@ -7,6 +7,7 @@ pub mod drain;
 pub mod fixtures;
 pub mod postgres;
 pub mod qpb1;
+pub mod qpf1;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

@@ -1,0 +1,117 @@
+//! The `QPF1` framed pop answer (wire contract §2.5), written from the claimed segments.
+//!
+//! Stored blobs ship as they are: one record per segment slice, whole, with the claim's
+//! `start`/`end` (inclusive) marking which of its messages this delivery holds, so a claim
+//! that starts or ends mid-segment needs no re-slicing. The one exception is a segment with
+//! a producer stamped in its row: its frames are rewritten with the producer and shipped raw
+//! (codec 0), since the frames of a compressed blob cannot be changed in place.
+
+use crate::log::pop::Delivery;
+use crate::segment::{open_blob, BlobError, Codec, FrameIter, NewFrame};
+
+/// The framed answer's content type (defined, though not checked, by the clients).
+pub const CONTENT_TYPE: &str = "application/x-queen-pop";
+/// The magic of a framed answer.
+const MAGIC: &[u8; 4] = b"QPF1";
+/// Version 1: the own-keys JSON section is present.
+const VERSION: u8 = 1;
+
+/// Why a framed answer could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum FramedError {
+    /// A stored segment could not be opened.
+    #[error("stored segment could not be read")]
+    Blob(#[from] BlobError),
+    /// A string longer than its `u16` length prefix allows.
+    #[error("{0} is longer than 65535 bytes")]
+    TooLong(&'static str),
+    /// A record longer than its `u32` length allows.
+    #[error("segment is larger than 4 GiB")]
+    TooLarge,
+}
+
+/// Writes a delivery as a `QPF1` body. Slices of one partition are consecutive in a
+/// delivery, and each run of them becomes one claim.
+pub fn framed_answer(delivery: &Delivery, group: &str) -> Result<Vec<u8>, FramedError> {
+    let slices = &delivery.slices;
+    let claims: Vec<&[_]> = slices
+        .chunk_by(|a, b| a.partition_id == b.partition_id)
+        .collect();
+    let mut out = Vec::with_capacity(slices.iter().map(|s| s.blob.len() + 64).sum::<usize>() + 64);
+    out.extend_from_slice(MAGIC);
+    out.push(VERSION);
+    // Own keys: this broker's JSON answer carries no echoes besides its messages yet.
+    out.extend_from_slice(&0u32.to_le_bytes());
+    let queue = slices.first().map_or("", |s| s.queue.as_str());
+    string(&mut out, queue, "queue")?;
+    string(&mut out, &delivery.lease_id, "leaseId")?;
+    string(&mut out, group, "consumerGroup")?;
+    u32_len(&mut out, claims.len())?;
+
+    for claim in claims {
+        let (first, last) = (&claim[0], &claim[claim.len() - 1]);
+        // start/end are what the slices deliver, exactly as the JSON answer renders them.
+        let start = first.base_offset + i64::from(first.start_idx);
+        let end = last.base_offset + i64::from(last.start_idx) + i64::from(last.take) - 1;
+        out.extend_from_slice(&(first.partition_id as u64).to_le_bytes());
+        string(&mut out, &first.partition, "partition")?;
+        out.extend_from_slice(&(start as u64).to_le_bytes());
+        out.extend_from_slice(&(end as u64).to_le_bytes());
+        out.extend_from_slice(&(first.delivery_attempt as u32).to_le_bytes());
+        u32_len(&mut out, claim.len())?;
+        for slice in claim {
+            out.extend_from_slice(&(slice.base_offset as u64).to_le_bytes());
+            // timestamptz keeps microseconds, so the record time is the stored one.
+            out.extend_from_slice(&slice.created_at.timestamp_micros().to_le_bytes());
+            out.extend_from_slice(&(slice.msg_count as u32).to_le_bytes());
+            let codec = Codec::from_i16(slice.codec)?;
+            match slice.producer.as_deref() {
+                None => record(&mut out, codec, &slice.blob)?,
+                Some(producer) => {
+                    let raw = stamped(codec, &slice.blob, producer)?;
+                    record(&mut out, Codec::Raw, &raw)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn record(out: &mut Vec<u8>, codec: Codec, bytes: &[u8]) -> Result<(), FramedError> {
+    out.push(codec.as_i16() as u8);
+    u32_len(out, bytes.len())?;
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+/// The segment's frames with the row's producer applied where a frame carries none.
+fn stamped(codec: Codec, blob: &[u8], producer: &str) -> Result<Vec<u8>, FramedError> {
+    let frames = open_blob(codec, blob)?;
+    let mut out = Vec::with_capacity(frames.len() + 64);
+    for frame in FrameIter::new(&frames) {
+        let frame = frame.map_err(BlobError::from)?;
+        NewFrame {
+            message_id: frame.message_id,
+            trace_id: frame.trace_id,
+            transaction_id: frame.transaction_id,
+            producer: frame.producer.or(Some(producer)),
+            payload: frame.payload,
+        }
+        .encode(&mut out)
+        .map_err(BlobError::from)?;
+    }
+    Ok(out)
+}
+
+fn string(out: &mut Vec<u8>, s: &str, field: &'static str) -> Result<(), FramedError> {
+    let len = u16::try_from(s.len()).map_err(|_| FramedError::TooLong(field))?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+fn u32_len(out: &mut Vec<u8>, n: usize) -> Result<(), FramedError> {
+    let n = u32::try_from(n).map_err(|_| FramedError::TooLarge)?;
+    out.extend_from_slice(&n.to_le_bytes());
+    Ok(())
+}
