@@ -197,3 +197,59 @@ async fn an_empty_framed_pop_is_a_204() {
     assert_eq!(status, StatusCode::NO_CONTENT);
     assert!(body.is_empty());
 }
+
+/// A wildcard framed pop claiming two partitions answers one claim per partition, each with
+/// its own partition id, name and records, under one lease.
+#[actix_rt::test]
+async fn a_framed_pop_claiming_two_partitions_answers_one_claim_per_partition() {
+    // Arrange
+    let b = TestBroker::start().await;
+    let one = b.push("two", "p1", &[json!(1), json!(2)]).await;
+    let two = b.push("two", "p2", &[json!(3)]).await;
+
+    // Act
+    let answer = pop_answer(
+        &b,
+        "/api/v1/pop/queue/two?partitions=2&batch=10&frames=true",
+    )
+    .await;
+    let messages = answer.messages();
+    let acks = b.ack_all(&messages, "completed", None).await;
+
+    // Assert
+    let mut claims: Vec<(String, String, u64, u64)> = answer
+        .claims
+        .iter()
+        .map(|c| {
+            (
+                c.partition.clone(),
+                c.partition_id.to_string(),
+                c.start,
+                c.end,
+            )
+        })
+        .collect();
+    claims.sort();
+    assert_eq!(
+        claims,
+        [
+            (
+                "p1".into(),
+                one[0]["partitionId"].as_str().unwrap().into(),
+                0,
+                1
+            ),
+            (
+                "p2".into(),
+                two[0]["partitionId"].as_str().unwrap().into(),
+                0,
+                0
+            ),
+        ]
+    );
+    let mut got = payloads(&messages);
+    got.sort_by_key(|v| v.as_i64());
+    assert_eq!(got, [json!(1), json!(2), json!(3)]);
+    assert!(messages.iter().all(|m| m["leaseId"] == answer.lease_id));
+    assert!(acks.iter().all(|a| a["success"] == true), "{acks:?}");
+}

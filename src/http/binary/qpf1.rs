@@ -115,3 +115,93 @@ fn u32_len(out: &mut Vec<u8>, n: usize) -> Result<(), FramedError> {
     out.extend_from_slice(&n.to_le_bytes());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::db::pop::ClaimedSlice;
+    use crate::segment::SegmentBuilder;
+
+    fn slice(producer: Option<&str>) -> (ClaimedSlice, Vec<u8>) {
+        let mut builder = SegmentBuilder::new();
+        for txn in ["a", "b", "c"] {
+            builder
+                .push(&NewFrame {
+                    message_id: Uuid::now_v7(),
+                    trace_id: None,
+                    transaction_id: txn,
+                    producer: None,
+                    payload: b"{}",
+                })
+                .unwrap();
+        }
+        let blob = builder.finish(1).unwrap();
+        let slice = ClaimedSlice {
+            queue: "q".into(),
+            partition: "p".into(),
+            partition_id: 7,
+            delivery_attempt: 2,
+            claim_start: 11,
+            claim_end: 12,
+            base_offset: 10,
+            start_idx: 1,
+            take: 2,
+            msg_count: 3,
+            created_at: Utc.timestamp_micros(1_700_000_000_123_456).unwrap(),
+            codec: blob.codec.as_i16(),
+            producer: producer.map(str::to_owned),
+            blob: blob.bytes.clone(),
+        };
+        (slice, blob.bytes)
+    }
+
+    /// Offset of the first record's codec byte in a one-claim answer for queue "q",
+    /// partition "p", lease "L" and group "G".
+    const CODEC_AT: usize = 4 + 1 + 4 + (2 + 1) + (2 + 1) + (2 + 1) + 4 // header, identity
+        + 8 + (2 + 1) + 8 + 8 + 4 + 4 // claim
+        + 8 + 8 + 4; // record before its codec
+
+    #[test]
+    fn a_slice_ships_its_whole_blob_with_start_and_end_marking_the_delivered_part() {
+        let (slice, bytes) = slice(None);
+        let delivery = Delivery {
+            lease_id: "L".into(),
+            slices: vec![slice],
+        };
+        let out = framed_answer(&delivery, "G").unwrap();
+        assert_eq!(&out[..5], b"QPF1\x01");
+        let claim = 4 + 1 + 4 + 3 + 3 + 3 + 4;
+        assert_eq!(out[claim..claim + 8], 7u64.to_le_bytes());
+        let start = claim + 8 + 3;
+        assert_eq!(out[start..start + 8], 11u64.to_le_bytes());
+        assert_eq!(out[start + 8..start + 16], 12u64.to_le_bytes());
+        let record = start + 16 + 8;
+        assert_eq!(out[record..record + 8], 10u64.to_le_bytes());
+        assert_eq!(
+            out[record + 8..record + 16],
+            1_700_000_000_123_456i64.to_le_bytes()
+        );
+        assert_eq!(out[CODEC_AT], 1);
+        assert_eq!(&out[CODEC_AT + 5..], &bytes[..]);
+    }
+
+    #[test]
+    fn a_segment_with_a_stamped_producer_ships_raw_frames_carrying_it() {
+        let (slice, _) = slice(Some("alice"));
+        let delivery = Delivery {
+            lease_id: "L".into(),
+            slices: vec![slice],
+        };
+        let out = framed_answer(&delivery, "G").unwrap();
+        assert_eq!(out[CODEC_AT], 0);
+        let frames: Vec<_> = FrameIter::new(&out[CODEC_AT + 5..])
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(frames.len(), 3);
+        assert!(frames.iter().all(|f| f.producer == Some("alice")));
+        assert_eq!(frames[2].transaction_id, "c");
+    }
+}
