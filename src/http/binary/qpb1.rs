@@ -57,6 +57,12 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
         return Err(BinaryError::UnknownFlags(flags));
     }
     let mut budget = Budget { left: limit, limit };
+    // Positions in errors count in the body, or in the decompressed body under flag 1.
+    let base = if flags & FLAG_ZSTD != 0 {
+        0
+    } else {
+        r.position()
+    };
     let inner: Cow<'_, [u8]> = if flags & FLAG_ZSTD != 0 {
         let raw_len = r.u32("raw_len")?;
         budget.spend(raw_len as usize)?;
@@ -82,7 +88,7 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
         items: Vec::new(),
         prebuilt: Vec::new(),
     };
-    let mut r = Reader::new(&inner);
+    let mut r = Reader::at(&inner, base);
     let groups = r.u32("groups")?;
     for group in 0..groups as usize {
         let queue = r.str16("queue")?;

@@ -8,12 +8,19 @@ use super::error::BinaryError;
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Added to positions in errors, when `buf` is a tail of the body.
+    base: usize,
 }
 
 impl<'a> Reader<'a> {
     /// Starts at the first byte of `buf`.
     pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self::at(buf, 0)
+    }
+
+    /// Starts at the first byte of `buf`, which sits at offset `base` of the body.
+    pub(crate) fn at(buf: &'a [u8], base: usize) -> Self {
+        Self { buf, pos: 0, base }
     }
 
     /// Bytes not read yet.
@@ -26,7 +33,7 @@ impl<'a> Reader<'a> {
         if n > self.remaining() {
             return Err(BinaryError::Truncated {
                 field,
-                at: self.pos,
+                at: self.base + self.pos,
                 needed: n,
                 remaining: self.remaining(),
             });
@@ -73,8 +80,8 @@ impl<'a> Reader<'a> {
         self.bytes(len as usize, field)
     }
 
-    /// Offset of the next byte.
+    /// Offset of the next byte (in the body).
     pub(crate) fn position(&self) -> usize {
-        self.pos
+        self.base + self.pos
     }
 }
