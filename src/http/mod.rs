@@ -1,9 +1,11 @@
 //! HTTP: the route table, the shared state the handlers see, and the body and query readers.
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
-//! `configure`, `health`); status codes and error bodies are decided in [`error`] only.
+//! `configure`, `health`); the binary bodies live in [`binary`]; status codes and error
+//! bodies are decided in [`error`] only.
 
 pub mod ack;
+pub mod binary;
 pub mod configure;
 pub mod error;
 pub mod health;

@@ -1,21 +1,26 @@
 //! The three pop routes: parse the query into a [`PopRequest`], run it, answer `200` with the
-//! JSON delivery or `204` with no body at all (a `200` with the echoes instead when the
-//! request asked for conflation or autopilot).
+//! JSON delivery (or the `QPF1` framed one with `frames=true`) or `204` with no body at all
+//! (a `200` with the echoes instead when the request asked for conflation or autopilot).
 
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
+use super::binary::qpf1;
 use super::query::Query;
 use super::{ApiError, AppState};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
 use crate::log::groups::conflation_policy;
 use crate::log::pop::{pop, PopRequest, Scope, SubscriptionMode};
+use crate::segment::Codec;
 use echo::{Autopilot, Echo, AUTOPILOT_BATCH, AUTOPILOT_PARTITIONS};
 
 mod echo;
 mod render;
+
+/// The codec of segments holding sealed payloads, which never ship framed.
+const SEALED: i16 = Codec::SealedZstd as i16;
 
 /// Default message budget of a pop (the seed's).
 const DEFAULT_BATCH: u64 = 200;
@@ -75,6 +80,7 @@ async fn serve(
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
     let (request, asked) = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    let framed = query.flag("frames", false)?;
     let tenant = state.tenant(req);
     let mut echo = Echo::default();
     if asked.conflation {
@@ -108,6 +114,15 @@ async fn serve(
     let body = match delivery {
         None if echo.needs_body() => echo.empty_answer(request.group.as_str()),
         None => return Ok(HttpResponse::NoContent().finish()),
+        // Sealed payloads must be opened first: such a delivery answers JSON (the contract
+        // allows it; a client fails a framed answer carrying frame flag 4).
+        Some(delivery) if framed && !delivery.slices.iter().any(|s| s.codec == SEALED) => {
+            let body = qpf1::framed_answer(&delivery, request.group.as_str(), &echo.own_keys())
+                .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
+            return Ok(HttpResponse::Ok()
+                .content_type(qpf1::CONTENT_TYPE)
+                .body(body));
+        }
         Some(delivery) => render::json_answer(
             &delivery,
             request.group.as_str(),

@@ -5,7 +5,12 @@
 //! rebuilt without them and appended again under the partition lock it already holds.
 //! [`stage`] does the database work inside a caller's transaction (a transaction bundle);
 //! [`push`] wraps it in a transaction of its own.
+//!
+//! A binary push with stored frames (`QPB1` flag 8) hands over [`PrebuiltSegment`]s: the
+//! client's compressed groups, validated by `http::binary`, appended as they are (unless
+//! their queue is encrypted: then they are rebuilt with sealed payloads).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use tracing::{debug, instrument};
@@ -19,7 +24,7 @@ use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::log::encryption::seal_payloads;
-use crate::segment::{BlobError, FrameError, NewFrame, SegmentBuilder};
+use crate::segment::{BlobError, Codec, FrameError, NewFrame, SegmentBuilder};
 
 /// One message to store.
 #[derive(Debug, Clone)]
@@ -34,6 +39,19 @@ pub struct PushItem {
     pub transaction_id: Option<String>,
     /// Trace correlation id.
     pub trace_id: Option<Uuid>,
+}
+
+/// A client-compressed group (`QPB1` flag 8): the frames of `items[first..first + n]`, with
+/// the client's message ids, as one zstd frame. The caller has validated every frame, and
+/// the items carry the same transaction ids, trace ids and payloads as the frames.
+#[derive(Debug, Clone)]
+pub struct PrebuiltSegment {
+    /// Index of the group's first item.
+    pub first: usize,
+    /// The client-minted message ids, in frame order (kept: retries resend the same ids).
+    pub message_ids: Vec<Uuid>,
+    /// The zstd frame as the client sent it.
+    pub bytes: Vec<u8>,
 }
 
 /// The verdict on one pushed item.
@@ -95,11 +113,23 @@ pub async fn push(
     items: &[PushItem],
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
+    push_prebuilt(broker, tenant, items, &[], zstd_level).await
+}
+
+/// [`push`], where some items come as client-compressed groups that are stored as they are
+/// unless the request or the partition already holds some of their transaction ids.
+pub async fn push_prebuilt(
+    broker: &Broker,
+    tenant: &Tenant,
+    items: &[PushItem],
+    prebuilt: &[PrebuiltSegment],
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
     if items.is_empty() {
         return Ok(Vec::new());
     }
     // Sealing reads queue options on a connection of its own: before this push holds one.
-    let prepared = prepare(broker, tenant, items).await?;
+    let prepared = prepare(broker, tenant, items, prebuilt.to_vec()).await?;
     let mut conn = broker.db.conn().await?;
     let outcomes = match stage_and_commit(&mut conn, tenant, items, &prepared, zstd_level).await {
         Err(PushError::Db(error)) => return Err(PushError::Db(conn.note(error))),
@@ -110,22 +140,35 @@ pub async fn push(
     Ok(outcomes)
 }
 
-/// A push's items made ready for [`stage`]: message ids minted, effective transaction ids,
-/// payloads of encrypted queues sealed. Built before any pooled connection is held.
+/// A push's items made ready for [`stage`]: message ids minted (or the client's, for
+/// prebuilt groups), effective transaction ids, payloads of encrypted queues sealed, and
+/// which prebuilt group each item came in. Built before any pooled connection is held.
 #[derive(Debug, Clone)]
 pub struct PreparedPush {
     message_ids: Vec<Uuid>,
     txn_ids: Vec<String>,
     sealed: Vec<Option<Vec<u8>>>,
+    prebuilt: Vec<PrebuiltSegment>,
+    segment_of: Vec<Option<usize>>,
 }
 
-/// Mints ids and seals the payloads of `items` (see [`PreparedPush`]).
+/// Mints ids and seals the payloads of `items` (see [`PreparedPush`]); `prebuilt` are the
+/// client-compressed groups some of them came in (empty for JSON pushes).
 pub async fn prepare(
     broker: &Broker,
     tenant: &Tenant,
     items: &[PushItem],
+    prebuilt: Vec<PrebuiltSegment>,
 ) -> Result<PreparedPush, PushError> {
-    let message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    let mut message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    // Which prebuilt segment each item belongs to, if any.
+    let mut segment_of: Vec<Option<usize>> = vec![None; items.len()];
+    for (s, seg) in prebuilt.iter().enumerate() {
+        for (k, id) in seg.message_ids.iter().enumerate() {
+            message_ids[seg.first + k] = *id;
+            segment_of[seg.first + k] = Some(s);
+        }
+    }
     let txn_ids: Vec<String> = items
         .iter()
         .zip(&message_ids)
@@ -136,10 +179,18 @@ pub async fn prepare(
         })
         .collect();
     let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
+    // A client's group holds plaintext frames: in an encrypted queue it must be rebuilt.
+    for (i, seal) in sealed.iter().enumerate() {
+        if seal.is_some() {
+            segment_of[i] = None;
+        }
+    }
     Ok(PreparedPush {
         message_ids,
         txn_ids,
         sealed,
+        prebuilt,
+        segment_of,
     })
 }
 
@@ -175,6 +226,10 @@ pub async fn stage(
         &prepared.txn_ids,
         &prepared.sealed,
         &groups,
+        Prebuilt {
+            segments: &prepared.prebuilt,
+            segment_of: &prepared.segment_of,
+        },
         zstd_level,
         &mut outcomes,
     )
@@ -228,6 +283,13 @@ pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: 
     }
 }
 
+/// The prebuilt segments of a request and, per item, the one it belongs to.
+#[derive(Clone, Copy)]
+struct Prebuilt<'a> {
+    segments: &'a [PrebuiltSegment],
+    segment_of: &'a [Option<usize>],
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn append_groups(
     tx: &DataTransaction<'_>,
@@ -237,6 +299,7 @@ async fn append_groups(
     txn_ids: &[String],
     sealed: &[Option<Vec<u8>>],
     groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
+    prebuilt: Prebuilt<'_>,
     zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
 ) -> Result<(), PushError> {
@@ -255,75 +318,34 @@ async fn append_groups(
             }
         }
 
-        while !pending.is_empty() {
-            let mut builder = SegmentBuilder::new();
-            for &i in &pending {
-                let mut frame = NewFrame {
-                    message_id: message_ids[i],
-                    trace_id: items[i].trace_id,
-                    transaction_id: &txn_ids[i],
-                    producer: None,
-                    payload: &items[i].payload,
-                };
-                let pushed = match &sealed[i] {
-                    None => builder.push(&frame),
-                    Some(sealed) => {
-                        frame.payload = sealed;
-                        builder.push_sealed(&frame)
-                    }
-                };
-                pushed.map_err(|source| PushError::Frame { index: i, source })?;
-            }
-            let blob = builder.finish(zstd_level)?;
-            let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();
-            let seg_ids: Vec<Uuid> = pending.iter().map(|&i| message_ids[i]).collect();
-            let outcome = tx
-                .append(&SegmentAppend {
-                    tenant: tenant.as_str(),
-                    queue: queue.as_str(),
-                    partition: partition.as_str(),
-                    transaction_ids: &seg_txns,
-                    message_ids: &seg_ids,
-                    blob: &blob.bytes,
-                    codec: blob.codec.as_i16(),
-                    producer: None,
-                })
-                .await?;
-            match outcome {
-                AppendOutcome::Stored {
-                    partition_id,
-                    base_offset,
-                } => {
-                    for (k, &i) in pending.iter().enumerate() {
-                        outcomes[i] = Some(PushOutcome {
-                            status: PushStatus::Queued,
-                            transaction_id: txn_ids[i].clone(),
-                            message_id: message_ids[i],
-                            partition_id,
-                            offset: base_offset + k as i64,
-                        });
-                    }
-                    pending.clear();
-                }
-                AppendOutcome::Duplicates {
-                    partition_id,
-                    duplicates,
-                } => {
-                    debug!(queue = %queue, partition = %partition, duplicates = duplicates.len(), "push met stored transaction ids");
-                    for dup in duplicates {
-                        if let Some(&i) = first_of.get(dup.transaction_id.as_str()) {
-                            outcomes[i] = Some(PushOutcome {
-                                status: PushStatus::Duplicate,
-                                transaction_id: dup.transaction_id,
-                                message_id: dup.message_id,
-                                partition_id,
-                                offset: dup.offset,
-                            });
-                        }
-                    }
-                    pending.retain(|&i| outcomes[i].is_none());
-                }
-            }
+        // One segment per run of items from the same prebuilt group (or one for the whole
+        // group when nothing is prebuilt). A prebuilt group is stored as the client sent it
+        // only when none of its items was dropped as a repeat; otherwise, and once the
+        // partition reports duplicates, it is rebuilt without them (recompressed by us).
+        for run in pending.chunk_by(|a, b| prebuilt.segment_of[*a] == prebuilt.segment_of[*b]) {
+            let as_sent = prebuilt.segment_of[run[0]]
+                .map(|s| &prebuilt.segments[s])
+                .filter(|seg| seg.message_ids.len() == run.len())
+                .map(|seg| seg.bytes.as_slice());
+            let batch = Batch {
+                queue,
+                partition,
+                first_of: &first_of,
+            };
+            append_run(
+                tx,
+                tenant,
+                items,
+                message_ids,
+                txn_ids,
+                sealed,
+                &batch,
+                run.to_vec(),
+                as_sent,
+                zstd_level,
+                outcomes,
+            )
+            .await?;
         }
 
         for (i, first) in repeats {
@@ -334,6 +356,109 @@ async fn append_groups(
                 status: PushStatus::Duplicate,
                 ..original
             });
+        }
+    }
+    Ok(())
+}
+
+/// The (queue, partition) a run belongs to and its transaction ids' first occurrences.
+struct Batch<'a> {
+    queue: &'a QueueName,
+    partition: &'a PartitionName,
+    first_of: &'a HashMap<&'a str, usize>,
+}
+
+/// Appends one run of items as one segment: `as_sent` bytes first when given, rebuilt
+/// without the duplicates the partition reports until everything left is stored.
+#[allow(clippy::too_many_arguments)]
+async fn append_run(
+    tx: &DataTransaction<'_>,
+    tenant: &Tenant,
+    items: &[PushItem],
+    message_ids: &[Uuid],
+    txn_ids: &[String],
+    sealed: &[Option<Vec<u8>>],
+    batch: &Batch<'_>,
+    mut pending: Vec<usize>,
+    mut as_sent: Option<&[u8]>,
+    zstd_level: i32,
+    outcomes: &mut [Option<PushOutcome>],
+) -> Result<(), PushError> {
+    let (queue, partition) = (batch.queue, batch.partition);
+    while !pending.is_empty() {
+        let (bytes, codec): (Cow<'_, [u8]>, Codec) = match as_sent.take() {
+            Some(bytes) => (Cow::Borrowed(bytes), Codec::Zstd),
+            None => {
+                let mut builder = SegmentBuilder::new();
+                for &i in &pending {
+                    let mut frame = NewFrame {
+                        message_id: message_ids[i],
+                        trace_id: items[i].trace_id,
+                        transaction_id: &txn_ids[i],
+                        producer: None,
+                        payload: &items[i].payload,
+                    };
+                    let pushed = match &sealed[i] {
+                        None => builder.push(&frame),
+                        Some(sealed) => {
+                            frame.payload = sealed;
+                            builder.push_sealed(&frame)
+                        }
+                    };
+                    pushed.map_err(|source| PushError::Frame { index: i, source })?;
+                }
+                let blob = builder.finish(zstd_level)?;
+                (Cow::Owned(blob.bytes), blob.codec)
+            }
+        };
+        let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();
+        let seg_ids: Vec<Uuid> = pending.iter().map(|&i| message_ids[i]).collect();
+        let outcome = tx
+            .append(&SegmentAppend {
+                tenant: tenant.as_str(),
+                queue: queue.as_str(),
+                partition: partition.as_str(),
+                transaction_ids: &seg_txns,
+                message_ids: &seg_ids,
+                blob: &bytes,
+                codec: codec.as_i16(),
+                producer: None,
+            })
+            .await?;
+        match outcome {
+            AppendOutcome::Stored {
+                partition_id,
+                base_offset,
+            } => {
+                for (k, &i) in pending.iter().enumerate() {
+                    outcomes[i] = Some(PushOutcome {
+                        status: PushStatus::Queued,
+                        transaction_id: txn_ids[i].clone(),
+                        message_id: message_ids[i],
+                        partition_id,
+                        offset: base_offset + k as i64,
+                    });
+                }
+                pending.clear();
+            }
+            AppendOutcome::Duplicates {
+                partition_id,
+                duplicates,
+            } => {
+                debug!(queue = %queue, partition = %partition, duplicates = duplicates.len(), "push met stored transaction ids");
+                for dup in duplicates {
+                    if let Some(&i) = batch.first_of.get(dup.transaction_id.as_str()) {
+                        outcomes[i] = Some(PushOutcome {
+                            status: PushStatus::Duplicate,
+                            transaction_id: dup.transaction_id,
+                            message_id: dup.message_id,
+                            partition_id,
+                            offset: dup.offset,
+                        });
+                    }
+                }
+                pending.retain(|&i| outcomes[i].is_none());
+            }
         }
     }
     Ok(())

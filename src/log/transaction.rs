@@ -149,7 +149,9 @@ pub async fn apply(
     let mut prepared: Vec<Option<PreparedPush>> = Vec::with_capacity(plan.steps.len());
     for step in &plan.steps {
         prepared.push(match step {
-            Step::Push { items, .. } => Some(push::prepare(broker, tenant, items).await?),
+            Step::Push { items, .. } => {
+                Some(push::prepare(broker, tenant, items, Vec::new()).await?)
+            }
             Step::Acks { .. } => None,
         });
     }

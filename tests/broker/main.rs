@@ -5,6 +5,8 @@ mod support;
 
 mod ack;
 mod binary;
+mod binary_pop;
+mod binary_push;
 mod cluster_script;
 mod concurrency;
 mod encryption;

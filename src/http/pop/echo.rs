@@ -68,6 +68,20 @@ impl Echo {
         }
     }
 
+    /// The echo as the JSON object of a framed answer's own-keys section; empty (length 0)
+    /// when there is nothing to echo.
+    pub fn own_keys(&self) -> Vec<u8> {
+        let mut keys = Vec::new();
+        self.write_keys(&mut keys);
+        if keys.is_empty() {
+            return keys;
+        }
+        // write_keys writes `,"k":v` pairs: swap the leading comma for the brace.
+        keys[0] = b'{';
+        keys.push(b'}');
+        keys
+    }
+
     /// The whole body of an empty answer that carries the echo.
     pub fn empty_answer(&self, group: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(128);
@@ -126,5 +140,16 @@ mod tests {
         );
         assert_eq!(busy.wait_ms, 0);
         assert!(!Echo::default().needs_body());
+        assert!(Echo::default().own_keys().is_empty());
+        let keys: Value = serde_json::from_slice(
+            &Echo {
+                conflation: Some(true),
+                autopilot: Some(idle),
+            }
+            .own_keys(),
+        )
+        .unwrap();
+        assert_eq!(keys["conflation"], json!(true));
+        assert_eq!(keys["autopilot"]["waitMs"], json!(1000));
     }
 }
