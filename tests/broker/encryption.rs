@@ -111,3 +111,58 @@ async fn a_broker_without_a_key_refuses_encryption_and_cannot_open_sealed_payloa
     keyed.stop().await;
     keyless.stop().await;
 }
+
+/// A client-compressed (flag 8) push into an encrypted queue is stored sealed, not as the
+/// client's plaintext bytes, and a framed pop of it answers JSON with the payloads opened
+/// (clients fail on a framed answer carrying encrypted frames).
+#[actix_rt::test]
+async fn binary_pushes_into_an_encrypted_queue_are_sealed_and_framed_pops_answer_json() {
+    use crate::support::qpb1::{compress_frames, framed, Frame};
+    // Arrange
+    let b = TestBroker::start_with(&[KEY]).await;
+    configure(&b, "vault8", json!({"encryptionEnabled": true})).await;
+    let frames: Vec<Frame> = (0..3)
+        .map(|i| Frame::new(&format!("t{i}"), &format!(r#"{{"pin":"9876-{i}"}}"#)))
+        .collect();
+    let z = compress_frames(&frames);
+
+    // Act
+    let (pushed, body) = b
+        .post_raw(
+            "/api/v1/push",
+            "application/x-queen-push",
+            framed(&[("vault8", "Default", 3, &z)]),
+        )
+        .await;
+    let response = b
+        .http
+        .get(b.url("/api/v1/pop/queue/vault8?batch=10&frames=true&autoAck=true"))
+        .send()
+        .await
+        .unwrap();
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let popped: serde_json::Value = response.json().await.unwrap();
+
+    // Assert
+    assert!(pushed.is_success(), "{body}");
+    assert!(
+        !stored_bytes(&b, "vault8")
+            .await
+            .windows(4)
+            .any(|w| w == b"9876"),
+        "the client's plaintext group was stored as sent"
+    );
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let got = payloads(popped["messages"].as_array().unwrap());
+    let want: Vec<_> = (0..3)
+        .map(|i| json!({"pin": format!("9876-{i}")}))
+        .collect();
+    assert_eq!(got, want);
+    b.stop().await;
+}
