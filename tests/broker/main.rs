@@ -6,6 +6,7 @@ mod support;
 mod ack;
 mod binary;
 mod cluster_script;
+mod compat_python;
 mod concurrency;
 mod failures;
 mod harness;
