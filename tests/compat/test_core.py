@@ -200,22 +200,48 @@ async def test_core_nack_rewinds_to_the_failed_message_and_later_ones_come_again
 async def test_core_renewing_the_lease_keeps_the_message_from_being_redelivered():
     async with client() as q:
         queue = unique("renew")
-        await configure(q, queue, lease_time=2, retry_limit=5)
+        # Renewed every ~0.5 s against a 3 s lease: slack for a loaded CI machine.
+        await configure(q, queue, lease_time=3, retry_limit=5)
         await push(q, queue, [{"long": "job"}])
 
         [held] = await pop(q, queue)
         renewals = []
         stolen = []
-        deadline = time.monotonic() + 4.5  # past two lease lengths
+        deadline = time.monotonic() + 7  # past two lease lengths
         while time.monotonic() < deadline:
             renewals.append(await q.renew(held))
-            stolen.extend(await pop(q, queue, wait=True, timeout_millis=700))
+            stolen.extend(await pop(q, queue, wait=True, timeout_millis=500))
         final = await q.ack(held, True)
 
         assert all(r["success"] is True for r in renewals), renewals
         assert all(r.get("newExpiresAt") for r in renewals), renewals
         assert stolen == [], "a renewed lease must keep the message away from other pops"
         assert final["success"] is True, final
+
+
+async def test_core_the_consume_loops_lease_renewal_outlives_a_slow_handler():
+    async with client() as q, client() as rival:
+        queue = unique("renew-consume")
+        await configure(q, queue, lease_time=2, retry_limit=5)
+        await push(q, queue, [{"slow": "job"}])
+        handled = []
+        stolen = []
+
+        async def slow_handler(message):
+            handled.append(message)
+            deadline = time.monotonic() + 5  # two and a half lease lengths
+            while time.monotonic() < deadline:
+                stolen.extend(await pop(rival, queue, wait=True, timeout_millis=500))
+
+        await (
+            q.queue(queue).batch(1).each().renew_lease(True, 500).limit(1)
+            .idle_millis(5000).timeout_millis(1000).consume(slow_handler)
+        )
+        left = await pop(q, queue)
+
+        assert data(handled) == [{"slow": "job"}]
+        assert stolen == [], "the consume loop's renewals must keep the message leased"
+        assert left == [], "the handler's success acked it under the renewed lease"
 
 
 async def test_core_without_renewal_an_expired_lease_gives_the_message_to_the_next_pop():
