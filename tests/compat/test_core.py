@@ -8,7 +8,9 @@ exception was raised.
 import asyncio
 import time
 
-from conftest import client, configure, data, pop, pop_until, push, unique
+from queen import Queen
+
+from conftest import URL, client, configure, data, pop, pop_until, push, unique
 
 
 async def test_core_configure_answers_without_error_and_pop_returns_pushed_payloads_in_order():
@@ -388,3 +390,124 @@ async def test_core_pop_of_an_unknown_queue_is_empty_not_an_error():
         result = await q.queue(unique("nowhere")).batch(5).wait(False).pop_result()
 
         assert result.messages == []
+
+
+async def test_core_a_namespace_and_task_pop_serves_the_queue_configured_with_them():
+    async with client() as q:
+        queue, namespace, task = unique("nt"), unique("ns"), unique("task")
+        answer = await q.queue(queue).namespace(namespace).task(task).config({"lease_time": 30}).create()
+        await push(q, queue, [{"nt": 1}, {"nt": 2}])
+
+        got = await q.queue().namespace(namespace).task(task).batch(10).wait(False).pop()
+
+        assert not (isinstance(answer, dict) and answer.get("error")), answer
+        assert data(got) == [{"nt": 1}, {"nt": 2}]
+
+
+async def test_core_commit_on_delivery_hands_messages_out_once_without_a_lease():
+    async with client() as q:
+        queue = unique("autoack")
+        await push(q, queue, [{"once": 1}, {"once": 2}])
+
+        got = await q.queue(queue).batch(10).wait(False).commit_on_delivery().pop()
+        again = await pop(q, queue, batch=10)
+
+        assert data(got) == [{"once": 1}, {"once": 2}]
+        assert all(not m.get("leaseId") for m in got), got
+        assert again == []
+
+
+async def test_core_subscription_from_now_starts_a_new_group_after_the_backlog():
+    async with client() as q:
+        queue = unique("subnow")
+        await push(q, queue, [{"old": 1}])
+
+        registered = await q.queue(queue).group("now-group").subscription_from("now").batch(10).wait(False).pop()
+        await push(q, queue, [{"new": 1}])
+        got = await q.queue(queue).group("now-group").subscription_from("now").batch(10).wait(False).pop()
+
+        assert registered == []
+        assert data(got) == [{"new": 1}]
+
+
+async def test_core_a_multi_partition_pop_claims_several_partitions_under_one_lease():
+    async with client() as q:
+        queue = unique("multi")
+        await configure(q, queue, lease_time=30)
+        for name in ("m1", "m2", "m3"):
+            await push(q, queue, [{"p": name, "i": i} for i in range(2)], partition=name)
+
+        got = await pop(q, queue, batch=100, partitions=3)
+        renewed = await q.renew(got[0])
+        verdict = await q.ack(got, True)
+        left = await pop(q, queue, batch=100, partitions=3)
+
+        assert sorted((m["data"]["p"], m["data"]["i"]) for m in got) == [
+            (p, i) for p in ("m1", "m2", "m3") for i in range(2)
+        ]
+        assert len({m["leaseId"] for m in got}) == 1
+        assert len({m["partitionId"] for m in got}) == 3
+        assert renewed["success"] is True, renewed
+        assert renewed.get("renewed") in (None, 3), renewed
+        assert verdict["success"] is True, verdict
+        assert left == []
+
+
+async def test_core_delayed_processing_hides_a_message_until_its_delay_passed():
+    async with client() as q:
+        queue = unique("delay")
+        await configure(q, queue, delayed_processing=2)
+        pushed_at = time.monotonic()
+        await push(q, queue, [{"later": True}])
+
+        early = await pop(q, queue)
+        got = await pop_until(q, queue, 1, seconds=15)
+        waited = time.monotonic() - pushed_at
+
+        assert early == []
+        assert data(got) == [{"later": True}]
+        assert waited >= 1.5, waited
+
+
+async def test_core_a_base_url_with_a_trailing_slash_still_reaches_every_route():
+    async with Queen(url=URL + "/", retry_attempts=1) as q:
+        queue = unique("slash")
+        answers = await q.queue(queue).push([{"data": {"slash": True}}])
+        got = await pop(q, queue)
+        verdict = await q.ack(got, True)
+
+        assert [a["status"] for a in answers] == ["queued"]
+        assert data(got) == [{"slash": True}]
+        assert verdict["success"] is True, verdict
+
+
+async def test_core_a_buffered_push_lands_every_message_in_order_on_flush():
+    async with client() as q:
+        queue = unique("buffered")
+        builder = q.queue(queue).buffer({"message_count": 100, "time_millis": 60000})
+        for i in range(7):
+            await builder.push([{"data": {"b": i}}])
+
+        await q.flush_all_buffers()
+        got = await pop(q, queue, batch=20)
+
+        assert data(got) == [{"b": i} for i in range(7)]
+
+
+async def test_core_a_failing_batch_handler_nacks_the_whole_batch_for_redelivery():
+    async with client() as q:
+        queue = unique("batchnack")
+        await configure(q, queue, lease_time=30, retry_limit=5)
+        await push(q, queue, [{"n": i} for i in range(3)])
+        rounds = []
+
+        async def handler(messages):
+            rounds.append(messages if isinstance(messages, list) else [messages])
+            if len(rounds) == 1:
+                raise RuntimeError("the whole batch fails once")
+
+        await q.queue(queue).batch(3).limit(6).idle_millis(5000).timeout_millis(1000).consume(handler)
+        left = await pop(q, queue, batch=10)
+
+        assert [data(r) for r in rounds] == [[{"n": i} for i in range(3)]] * 2
+        assert left == []
