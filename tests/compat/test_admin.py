@@ -180,3 +180,35 @@ async def test_admin_health_and_metrics_answer_json():
         assert health["status"] == "healthy", health
         assert health["database"] == "connected", health
         assert isinstance(metrics, dict) and metrics, metrics
+
+
+async def test_admin_retrying_a_dead_lettered_message_delivers_it_again():
+    async with client() as q:
+        queue = unique("dlq-retry")
+        await push(q, queue, [{"second": "chance"}], txns=["retry-me"])
+        [message] = await pop(q, queue)
+        await q.ack(message, "dlq", {"error": "parked"})
+
+        answer = await q.admin.retry_message(message["partitionId"], "retry-me")
+        again = await pop(q, queue)
+
+        assert not (isinstance(answer, dict) and answer.get("error")), answer
+        assert data(again) == [{"second": "chance"}]
+
+
+async def test_admin_queue_depth_counts_pending_messages_per_partition():
+    async with client() as q:
+        queue = unique("depth")
+        await push(q, queue, [{"d": 1}, {"d": 2}], partition="deep")
+        await push(q, queue, [{"d": 3}], partition="shallow")
+        got = await pop(q, queue, group="reader", partition="shallow")
+        await q.ack(got, True, {"group": "reader"})
+
+        whole = await q.admin.get_queue_depth(queue)
+        for_reader = await q.admin.get_queue_depth(queue, group="reader")
+
+        assert whole["queue"] == queue, whole
+        assert whole["pending"] == 3, whole
+        assert {p["partition"]: p["pending"] for p in whole["partitions"]}.get("deep") == 2, whole
+        assert for_reader["pending"] == 2, for_reader
+        assert for_reader["partitionsPending"] == 1, for_reader
