@@ -6,11 +6,15 @@ exception was raised.
 """
 
 import asyncio
+import re
 import time
 
 from queen import Queen
 
 from conftest import URL, client, configure, data, pop, pop_until, push, unique
+
+# The contract's createdAt: UTC, milliseconds, a Z.
+CREATED_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 
 
 async def test_core_configure_answers_without_error_and_pop_returns_pushed_payloads_in_order():
@@ -30,6 +34,11 @@ async def test_core_configure_answers_without_error_and_pop_returns_pushed_paylo
             assert m["leaseId"], m
             assert m["partition"] == "Default", m
         assert len({m["leaseId"] for m in got}) == 1
+        for m in got:
+            assert CREATED_AT.fullmatch(m["createdAt"]), m["createdAt"]
+            assert m["deliveryAttempt"] == 1, m
+        offsets = [m["offset"] for m in got]
+        assert offsets == list(range(offsets[0], offsets[0] + 5)), offsets
 
 
 async def test_core_single_push_then_the_same_transaction_id_again_is_a_duplicate():
@@ -510,4 +519,21 @@ async def test_core_a_failing_batch_handler_nacks_the_whole_batch_for_redelivery
         left = await pop(q, queue, batch=10)
 
         assert [data(r) for r in rounds] == [[{"n": i} for i in range(3)]] * 2
+        assert left == []
+
+
+async def test_core_names_with_spaces_survive_path_and_query_encoding():
+    async with client() as q:
+        # The client puts queue and partition names raw in the path (httpx turns a space
+        # into %20) and the group in a form-encoded query (a space becomes +).
+        queue, partition, group = unique("spaced queue"), "east side", "night shift"
+        await push(q, queue, [{"spaced": 1}, {"spaced": 2}], partition=partition)
+
+        got = await pop(q, queue, partition=partition, group=group, batch=10)
+        verdict = await q.ack(got, True, {"group": group})
+        left = await pop(q, queue, partition=partition, group=group, batch=10)
+
+        assert data(got) == [{"spaced": 1}, {"spaced": 2}]
+        assert {m["partition"] for m in got} == {partition}
+        assert verdict["success"] is True, verdict
         assert left == []
