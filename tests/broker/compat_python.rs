@@ -88,6 +88,7 @@ fn venv_python() -> Result<PathBuf, String> {
         let lock =
             File::create(&lock_path).map_err(|e| format!("create {}: {e}", lock_path.display()))?;
         // Held until `lock` drops; std's File::lock is newer than this crate's MSRV.
+        // SAFETY: flock on a descriptor that `lock` owns and keeps open; no memory is shared.
         if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
             let e = std::io::Error::last_os_error();
             return Err(format!("lock {}: {e}", lock_path.display()));
@@ -101,9 +102,8 @@ fn venv_python() -> Result<PathBuf, String> {
         if dir.exists() {
             fs::remove_dir_all(&dir).map_err(|e| format!("remove a stale venv: {e}"))?;
         }
-        let interpreter = std::env::var("QUEEN_COMPAT_PYTHON").unwrap_or("python3".into());
         run_quietly(
-            Command::new(&interpreter).args(["-m", "venv"]).arg(&dir),
+            Command::new("python3").args(["-m", "venv"]).arg(&dir),
             "python3 -m venv (on Debian: apt-get install python3-venv)",
         )?;
         run_quietly(
