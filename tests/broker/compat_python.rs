@@ -57,6 +57,13 @@ async fn the_python_client_admin_surface_answers_what_it_reads() {
     run_group("test_admin.py").await;
 }
 
+/// Conflation and autopilot through the client: the newest message per partition for a
+/// conflating group, and pops the caller left unsized sized by the broker.
+#[actix_rt::test]
+async fn the_python_client_gets_conflated_and_autopiloted_pops() {
+    run_group("test_echoes.py").await;
+}
+
 /// Runs one file of the Python suite against a fresh broker; fails with pytest's output.
 async fn run_group(file: &str) {
     // Arrange: the client's environment, then a broker on a fresh database.
