@@ -6,6 +6,7 @@
 //! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
 
 pub mod ack;
+pub mod admin;
 pub mod embedded;
 pub mod error;
 pub mod lease;

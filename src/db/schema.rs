@@ -58,6 +58,22 @@ pub const FILES: &[(&str, &str)] = &[
         "013_system_state.sql",
         include_str!("../../sql/013_system_state.sql"),
     ),
+    (
+        "030_consumer_group_lags.sql",
+        include_str!("../../sql/030_consumer_group_lags.sql"),
+    ),
+    (
+        "031_consumer_group_delete.sql",
+        include_str!("../../sql/031_consumer_group_delete.sql"),
+    ),
+    (
+        "032_consumer_group_subscription.sql",
+        include_str!("../../sql/032_consumer_group_subscription.sql"),
+    ),
+    (
+        "033_consumer_group_seek.sql",
+        include_str!("../../sql/033_consumer_group_seek.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

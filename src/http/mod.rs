@@ -4,6 +4,7 @@
 //! `health`); status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
+pub mod admin;
 pub mod configure;
 pub mod error;
 pub mod health;
@@ -40,6 +41,7 @@ impl AppState {
 
 /// The route table.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    admin::routes(cfg);
     cfg.service(
         web::resource(["/health", "/health/ready"])
             .route(web::get().to(health::health))
