@@ -74,6 +74,14 @@ pub const FILES: &[(&str, &str)] = &[
         "033_consumer_group_seek.sql",
         include_str!("../../sql/033_consumer_group_seek.sql"),
     ),
+    (
+        "034_dead_letters.sql",
+        include_str!("../../sql/034_dead_letters.sql"),
+    ),
+    (
+        "035_dead_letter_requeue.sql",
+        include_str!("../../sql/035_dead_letter_requeue.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

@@ -4,6 +4,7 @@
 mod support;
 
 mod ack;
+mod admin_dlq;
 mod admin_groups;
 mod binary;
 mod cluster_script;

@@ -3,6 +3,7 @@
 //! `jsonb` document (PostgreSQL builds them from the tables); rows that carry segment blobs
 //! come back as typed rows, because only the broker opens blobs.
 
+pub mod dlq;
 pub mod groups;
 
 use serde_json::Value;

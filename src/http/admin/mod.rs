@@ -1,9 +1,11 @@
-//! The tier 2 admin endpoints (wire contract §4): consumer groups. One file per route family; this file holds their routes and the small
+//! The tier 2 admin endpoints (wire contract §4): consumer groups, the dead-letter queue and
+//! message retry. One file per route family; this file holds their routes and the small
 //! readers they share (names from the path, timestamps from a query or body).
 //!
 //! Every handler parses its input before touching the database, so bad input is a 400 with
 //! nothing changed; unknown things are 404s whose texts the contract fixes.
 
+pub mod dlq;
 pub mod groups;
 
 use actix_web::{web, HttpResponse};
@@ -11,6 +13,8 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
 use super::ApiError;
 use crate::domain::{ConsumerGroup, QueueName};
+use crate::segment::frame::FLAG_ENCRYPTED;
+use crate::segment::{open_blob, slice_frames, Codec};
 
 /// The admin routes. Registered before the core routes' default service; the fixed
 /// `lagging` path is registered before `{group}` so it is not read as a group name.
@@ -44,6 +48,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/consumer-groups/{group}/queues/{queue}/seek")
             .route(web::post().to(groups::seek))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/dlq")
+            .route(web::get().to(dlq::list))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/messages/{partition_id}/{transaction_id}/retry")
+            .route(web::post().to(dlq::retry))
             .default_service(web::to(method_not_allowed)),
     );
 }
@@ -111,6 +125,44 @@ pub(crate) fn optional_timestamp(
     name: &str,
 ) -> Result<Option<DateTime<Utc>>, ApiError> {
     query.text(name).map(|raw| timestamp(name, raw)).transpose()
+}
+
+/// One message read back out of a stored segment, owned.
+pub(crate) struct StoredMessage {
+    /// The message id.
+    pub message_id: uuid::Uuid,
+    /// The trace id, if any.
+    pub trace_id: Option<uuid::Uuid>,
+    /// The producer of the frame, if any.
+    pub producer: Option<String>,
+    /// The payload as JSON (`null` for an encrypted or empty payload).
+    pub payload: serde_json::Value,
+}
+
+/// Opens a segment blob (zstd in Rust, never in SQL) and reads its frame `index`.
+pub(crate) fn frame_at(codec: i16, blob: &[u8], index: i64) -> Result<StoredMessage, ApiError> {
+    let corrupt = |e: crate::segment::BlobError| ApiError::Corrupt(Box::new(e));
+    let index =
+        usize::try_from(index).map_err(|_| corrupt(crate::segment::BlobError::ShortSegment))?;
+    let raw = open_blob(Codec::from_i16(codec).map_err(corrupt)?, blob).map_err(corrupt)?;
+    let frames = slice_frames(&raw, index, 1).map_err(corrupt)?;
+    let frame = frames[0];
+    let payload = if frame.flags & FLAG_ENCRYPTED != 0 || frame.payload.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_slice(frame.payload).unwrap_or(serde_json::Value::Null)
+    };
+    Ok(StoredMessage {
+        message_id: frame.message_id,
+        trace_id: frame.trace_id,
+        producer: frame.producer.map(str::to_owned),
+        payload,
+    })
+}
+
+/// The contract's time format: UTC, three fractional digits.
+pub(crate) fn iso(t: &DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 #[cfg(test)]
