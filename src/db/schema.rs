@@ -82,6 +82,18 @@ pub const FILES: &[(&str, &str)] = &[
         "035_dead_letter_requeue.sql",
         include_str!("../../sql/035_dead_letter_requeue.sql"),
     ),
+    (
+        "036_resource_stats.sql",
+        include_str!("../../sql/036_resource_stats.sql"),
+    ),
+    (
+        "037_resources.sql",
+        include_str!("../../sql/037_resources.sql"),
+    ),
+    (
+        "038_queue_delete.sql",
+        include_str!("../../sql/038_queue_delete.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

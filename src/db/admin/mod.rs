@@ -5,6 +5,7 @@
 
 pub mod dlq;
 pub mod groups;
+pub mod resources;
 
 use serde_json::Value;
 use tokio_postgres::types::ToSql;

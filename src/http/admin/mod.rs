@@ -1,5 +1,5 @@
 //! The tier 2 admin endpoints (wire contract §4): consumer groups, the dead-letter queue and
-//! message retry. One file per route family; this file holds their routes and the small
+//! message retry, resources. One file per route family; this file holds their routes and the small
 //! readers they share (names from the path, timestamps from a query or body).
 //!
 //! Every handler parses its input before touching the database, so bad input is a 400 with
@@ -7,6 +7,7 @@
 
 pub mod dlq;
 pub mod groups;
+pub mod resources;
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -58,6 +59,42 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/messages/{partition_id}/{transaction_id}/retry")
             .route(web::post().to(dlq::retry))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/overview")
+            .route(web::get().to(resources::overview))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/queues")
+            .route(web::get().to(resources::queues))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/queues/{queue}")
+            .route(web::get().to(resources::queue))
+            .route(web::delete().to(resources::delete_queue))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/queues/{queue}/depth")
+            .route(web::get().to(resources::depth))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/partitions")
+            .route(web::get().to(resources::partitions))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/namespaces")
+            .route(web::get().to(resources::namespaces))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/tasks")
+            .route(web::get().to(resources::tasks))
             .default_service(web::to(method_not_allowed)),
     );
 }
