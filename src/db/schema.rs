@@ -94,6 +94,14 @@ pub const FILES: &[(&str, &str)] = &[
         "038_queue_delete.sql",
         include_str!("../../sql/038_queue_delete.sql"),
     ),
+    (
+        "039_messages.sql",
+        include_str!("../../sql/039_messages.sql"),
+    ),
+    (
+        "040_message_erase.sql",
+        include_str!("../../sql/040_message_erase.sql"),
+    ),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

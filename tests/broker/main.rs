@@ -6,6 +6,7 @@ mod support;
 mod ack;
 mod admin_dlq;
 mod admin_groups;
+mod admin_messages;
 mod admin_resources;
 mod binary;
 mod cluster_script;

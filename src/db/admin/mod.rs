@@ -5,6 +5,7 @@
 
 pub mod dlq;
 pub mod groups;
+pub mod messages;
 pub mod resources;
 
 use serde_json::Value;

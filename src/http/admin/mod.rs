@@ -1,5 +1,5 @@
 //! The tier 2 admin endpoints (wire contract §4): consumer groups, the dead-letter queue and
-//! message retry, resources. One file per route family; this file holds their routes and the small
+//! message retry, resources, messages. One file per route family; this file holds their routes and the small
 //! readers they share (names from the path, timestamps from a query or body).
 //!
 //! Every handler parses its input before touching the database, so bad input is a 400 with
@@ -7,6 +7,7 @@
 
 pub mod dlq;
 pub mod groups;
+pub mod messages;
 pub mod resources;
 
 use actix_web::{web, HttpResponse};
@@ -59,6 +60,17 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/messages/{partition_id}/{transaction_id}/retry")
             .route(web::post().to(dlq::retry))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/messages")
+            .route(web::get().to(messages::list))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/messages/{partition_id}/{transaction_id}")
+            .route(web::get().to(messages::detail))
+            .route(web::delete().to(messages::delete))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
