@@ -102,6 +102,11 @@ pub const FILES: &[(&str, &str)] = &[
         "040_message_erase.sql",
         include_str!("../../sql/040_message_erase.sql"),
     ),
+    (
+        "041_queue_metrics.sql",
+        include_str!("../../sql/041_queue_metrics.sql"),
+    ),
+    ("042_status.sql", include_str!("../../sql/042_status.sql")),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

@@ -8,6 +8,7 @@ mod admin_dlq;
 mod admin_groups;
 mod admin_messages;
 mod admin_resources;
+mod admin_status;
 mod binary;
 mod cluster_script;
 mod concurrency;

@@ -7,6 +7,7 @@ pub mod dlq;
 pub mod groups;
 pub mod messages;
 pub mod resources;
+pub mod status;
 
 use serde_json::Value;
 use tokio_postgres::types::ToSql;

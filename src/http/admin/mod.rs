@@ -1,5 +1,5 @@
 //! The tier 2 admin endpoints (wire contract §4): consumer groups, the dead-letter queue and
-//! message retry, resources, messages. One file per route family; this file holds their routes and the small
+//! message retry, resources, messages, status and analytics. One file per route family; this file holds their routes and the small
 //! readers they share (names from the path, timestamps from a query or body).
 //!
 //! Every handler parses its input before touching the database, so bad input is a 400 with
@@ -9,6 +9,7 @@ pub mod dlq;
 pub mod groups;
 pub mod messages;
 pub mod resources;
+pub mod status;
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -107,6 +108,36 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/resources/tasks")
             .route(web::get().to(resources::tasks))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/status")
+            .route(web::get().to(status::status))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/status/queues")
+            .route(web::get().to(status::queues))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/status/queues/{queue}")
+            .route(web::get().to(status::queue))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/status/analytics")
+            .route(web::get().to(status::analytics))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/analytics/system-metrics")
+            .route(web::get().to(status::system_metrics))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/analytics/worker-metrics")
+            .route(web::get().to(status::worker_metrics))
             .default_service(web::to(method_not_allowed)),
     );
 }
