@@ -107,6 +107,7 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../sql/041_queue_metrics.sql"),
     ),
     ("042_status.sql", include_str!("../../sql/042_status.sql")),
+    ("043_traces.sql", include_str!("../../sql/043_traces.sql")),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

@@ -9,6 +9,7 @@ mod admin_groups;
 mod admin_messages;
 mod admin_resources;
 mod admin_status;
+mod admin_traces;
 mod binary;
 mod cluster_script;
 mod concurrency;

@@ -8,6 +8,7 @@ pub mod groups;
 pub mod messages;
 pub mod resources;
 pub mod status;
+pub mod traces;
 
 use serde_json::Value;
 use tokio_postgres::types::ToSql;

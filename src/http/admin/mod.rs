@@ -1,5 +1,5 @@
 //! The tier 2 admin endpoints (wire contract §4): consumer groups, the dead-letter queue and
-//! message retry, resources, messages, status and analytics. One file per route family; this file holds their routes and the small
+//! message retry, resources, messages, status and analytics, traces. One file per route family; this file holds their routes and the small
 //! readers they share (names from the path, timestamps from a query or body).
 //!
 //! Every handler parses its input before touching the database, so bad input is a 400 with
@@ -10,6 +10,7 @@ pub mod groups;
 pub mod messages;
 pub mod resources;
 pub mod status;
+pub mod traces;
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
@@ -138,6 +139,26 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/analytics/worker-metrics")
             .route(web::get().to(status::worker_metrics))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/traces")
+            .route(web::post().to(traces::add))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/traces/names")
+            .route(web::get().to(traces::names))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/traces/by-name/{name}")
+            .route(web::get().to(traces::by_name))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/traces/{partition_id}/{transaction_id}")
+            .route(web::get().to(traces::for_message))
             .default_service(web::to(method_not_allowed)),
     );
 }
