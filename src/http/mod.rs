@@ -1,7 +1,7 @@
 //! HTTP: the route table, the shared state the handlers see, and the body and query readers.
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `lease`, `configure`,
-//! `health`); status codes and error bodies are decided in [`error`] only.
+//! `health`, and the admin families under [`admin`]); status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
 pub mod admin;

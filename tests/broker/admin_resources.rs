@@ -233,6 +233,11 @@ async fn deleting_a_queue_removes_everything_and_its_transaction_ids_are_free_ag
         .post("/api/v1/push", &json!({"items": [item("t-1")]}))
         .await;
     assert_eq!(again[0]["status"], "queued", "{again}");
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/res-del?consumerGroup=g&batch=10")
+        .await;
+    assert_eq!(popped.len(), 1, "the recreated queue delivers: {popped:?}");
+    assert_eq!(popped[0]["transactionId"], "t-1");
     let (_, twice) = delete(&b, "/api/v1/resources/queues/nope").await;
     assert_eq!(
         twice,

@@ -61,6 +61,9 @@ async fn analytics_buckets_count_pushes_and_the_process_metrics_are_served() {
     let (bad, _) = b.get("/api/v1/status/analytics?interval=fortnight").await;
     let (system, system_body) = b.get("/api/v1/analytics/system-metrics").await;
     let (workers, workers_body) = b.get("/api/v1/analytics/worker-metrics").await;
+    let (refresh, refresh_body) = b
+        .post_raw("/api/v1/stats/refresh", "application/json", Vec::new())
+        .await;
 
     // Assert
     assert_eq!(status, StatusCode::OK, "{analytics}");
@@ -77,6 +80,8 @@ async fn analytics_buckets_count_pushes_and_the_process_metrics_are_served() {
     assert!(system_body["metrics"]["pool"].is_object(), "{system_body}");
     assert_eq!(workers, StatusCode::OK);
     assert!(workers_body["workers"].is_array(), "{workers_body}");
+    assert_eq!(refresh, StatusCode::OK);
+    assert_eq!(refresh_body["success"], true);
 }
 
 /// The Prometheus text carries each queue's depth, lag and last-minute throughput.

@@ -132,6 +132,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(method_not_allowed)),
     )
     .service(
+        web::resource("/api/v1/stats/refresh")
+            .route(web::post().to(status::refresh_stats))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
         web::resource("/api/v1/analytics/system-metrics")
             .route(web::get().to(status::system_metrics))
             .default_service(web::to(method_not_allowed)),
