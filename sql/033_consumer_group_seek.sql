@@ -12,7 +12,8 @@
 --   when any of them holds an unexpired lease nothing changes and one row comes back with
 --   refused = true. Expired leases are cleared along with the per-lease state.
 --   Rows: (refused, partition_id, partition_name, last_offset, committed) per partition
---   moved; no rows when the queue does not exist.
+--   moved; one row of NULLs (refused = false) when the queue has no partition; no rows
+--   when the queue does not exist.
 
 CREATE OR REPLACE FUNCTION queen.consumer_group_seek_v1(
     p_tenant    text,
@@ -82,5 +83,9 @@ BEGIN
         RETURNING t.id, t.name, t.last_offset, t.new_committed
     )
     SELECT false, m.id, m.name, m.last_offset, m.new_committed FROM moved m ORDER BY m.name;
+    IF NOT FOUND THEN
+        -- A queue without partitions (a pop provisioned it before any push): nothing moved.
+        RETURN QUERY SELECT false, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint;
+    END IF;
 END;
 $$;

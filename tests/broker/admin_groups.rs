@@ -334,3 +334,33 @@ async fn a_seek_without_options_on_an_unknown_queue_or_under_a_live_lease_change
     let acks = b.ack_all(&held, "completed", Some("holder")).await;
     assert_eq!(acks[0]["success"], true, "the lease survived: {acks:?}");
 }
+
+/// A seek on a queue that exists but has no partition yet succeeds and moves nothing.
+#[actix_rt::test]
+async fn seeking_on_a_queue_without_partitions_succeeds_and_moves_nothing() {
+    // Arrange
+    let b = TestBroker::start().await;
+    let (first, _) = b.get("/api/v1/pop/queue/cg-bare?consumerGroup=early").await;
+    assert_eq!(first, StatusCode::NO_CONTENT);
+    assert_eq!(
+        sql_count(
+            &b,
+            "SELECT count(*) FROM queen.queues WHERE name = 'cg-bare'"
+        )
+        .await,
+        1,
+        "the pop provisioned the queue"
+    );
+
+    // Act
+    let (status, body) = b
+        .post(
+            "/api/v1/consumer-groups/early/queues/cg-bare/seek",
+            &json!({ "toEnd": true }),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["partitionsUpdated"], 0, "{body}");
+}

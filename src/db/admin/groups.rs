@@ -170,7 +170,6 @@ pub async fn seek(
         .await;
     let rows = rows.map_err(|e| conn.note(DbError::query(OP, e)))?;
     if rows.is_empty() {
-        // Either no queue, or a queue without partitions: tell them apart cheaply.
         return Ok(Seek::NoQueue);
     }
     if rows[0].get::<_, bool>(0) {
@@ -178,6 +177,8 @@ pub async fn seek(
     }
     Ok(Seek::Moved(
         rows.iter()
+            // The row of NULLs of a queue without partitions.
+            .filter(|r| r.get::<_, Option<i64>>(1).is_some())
             .map(|r| Moved {
                 partition_id: r.get(1),
                 partition: r.get(2),
