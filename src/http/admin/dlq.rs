@@ -101,8 +101,16 @@ pub async fn retry(
         &letter.blob,
         letter.offset - letter.segment_base,
     )?;
+    if stored.encrypted {
+        // A new frame cannot carry the encryption flag yet; refuse rather than store
+        // ciphertext as if it were JSON.
+        return Err(ApiError::bad_request(
+            "an encrypted message cannot be retried by this broker",
+        ));
+    }
     let message_id = Uuid::now_v7();
-    let payload = serde_json::to_vec(&stored.payload).expect("a JSON value serialises");
+    // The stored bytes, not a re-serialisation: the retried message is the same document.
+    let payload = stored.payload_bytes;
     let mut segment = SegmentBuilder::new();
     segment
         .push(&NewFrame {

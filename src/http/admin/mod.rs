@@ -243,6 +243,10 @@ pub(crate) struct StoredMessage {
     pub producer: Option<String>,
     /// The payload as JSON (`null` for an encrypted or empty payload).
     pub payload: serde_json::Value,
+    /// The payload bytes exactly as stored.
+    pub payload_bytes: Vec<u8>,
+    /// True when the payload is ciphertext (frame flag 4).
+    pub encrypted: bool,
 }
 
 /// Opens a segment blob (zstd in Rust, never in SQL) and reads its frame `index`.
@@ -263,6 +267,8 @@ pub(crate) fn frame_at(codec: i16, blob: &[u8], index: i64) -> Result<StoredMess
         trace_id: frame.trace_id,
         producer: frame.producer.map(str::to_owned),
         payload,
+        payload_bytes: frame.payload.to_vec(),
+        encrypted: frame.flags & FLAG_ENCRYPTED != 0,
     })
 }
 
