@@ -108,8 +108,13 @@ CREATE TABLE IF NOT EXISTS queen.consumer_groups_metadata (
     -- The empty-scan watermark of the SQL candidate scan and when it was last checked.
     watermark              timestamptz NOT NULL DEFAULT '-infinity',
     watermark_checked_at   timestamptz NOT NULL DEFAULT '-infinity',
+    -- Last-value delivery per partition (set at first registration; see 014).
+    conflation             boolean     NOT NULL DEFAULT false,
     PRIMARY KEY (consumer_group, queue_id)
 );
+-- Databases created before conflation existed.
+ALTER TABLE queen.consumer_groups_metadata
+    ADD COLUMN IF NOT EXISTS conflation boolean NOT NULL DEFAULT false;
 
 -- Transaction-id dedup, one row per stored message. It doubles as the index from a
 -- message's (partition, transactionId) to its offset, which the SQL ack path needs.

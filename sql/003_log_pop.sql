@@ -14,7 +14,10 @@
 --   consumer row FOR UPDATE SKIP LOCKED (creating it on first contact under a
 --   non-blocking advisory try-lock), scans from committed+1 with one backward head probe
 --   and a forward cursor that stops at p_budget messages, then auto-acks (p_auto_ack) or
---   leases the span to p_worker. Returns one row per segment slice:
+--   leases the span to p_worker. A conflating group (consumer_groups_metadata.conflation)
+--   is handed only the newest visible message of the partition, and the claim moves its
+--   cursor to just before it (the older ones are retired, never delivered). Returns one
+--   row per segment slice:
 --   (partition_id, delivery_attempt, claim_start, claim_end, base_offset, start_idx, take,
 --    msg_count, created_at, codec, producer, blob). No rows = nothing claimed.
 --   Never waits on another transaction. Locks: the claimed consumer row until the end of
@@ -152,6 +155,8 @@ DECLARE
     v_producers  text[] := '{}';
     v_blobs      bytea[] := '{}';
     v_attempt    integer;
+    v_conflate   boolean := false;
+    v_committed_at_claim bigint;
 BEGIN
     IF p_budget IS NULL OR p_budget <= 0 THEN
         RETURN;
@@ -216,61 +221,96 @@ BEGIN
                       THEN v_now - make_interval(secs => v_delay)
                       ELSE 'infinity'::timestamptz END;
 
-    -- Head probe: one backward primary-key step; the covering test is applied afterwards
-    -- so a miss cannot walk the partition head.
-    SELECT s.base_offset, s.end_offset, s.msg_count, s.created_at, s.codec, s.producer, s.blob
-    INTO v_seg
-    FROM queen.log_segments s
-    WHERE s.partition_id = p_pid AND s.base_offset <= v_wanted
-    ORDER BY s.base_offset DESC
-    LIMIT 1;
-    IF FOUND THEN
-        v_seen_any := true;
-        IF v_seg.end_offset >= v_wanted THEN
-            IF v_seg.created_at > v_visible THEN
-                RETURN; -- delayed: every later segment is younger still
-            END IF;
-            v_take := least(v_seg.end_offset - v_wanted + 1, v_budget)::integer;
-            v_start := v_wanted;
-            v_end := v_wanted + v_take - 1;
-            v_bases := v_bases || v_seg.base_offset;
-            v_idx := v_idx || (v_wanted - v_seg.base_offset)::integer;
-            v_takes := v_takes || v_take;
-            v_counts := v_counts || v_seg.msg_count;
-            v_times := v_times || v_seg.created_at;
-            v_codecs := v_codecs || v_seg.codec;
-            v_producers := v_producers || v_seg.producer;
-            v_blobs := v_blobs || v_seg.blob;
-            v_budget := v_budget - v_take;
-        END IF;
+    -- Conflation: only the newest visible message, the rest retired by the claim. Queue
+    -- mode never conflates, so its pops skip the lookup.
+    IF p_group <> '__QUEUE_MODE__' THEN
+        SELECT m.conflation INTO v_conflate
+        FROM queen.consumer_groups_metadata m
+        WHERE m.consumer_group = p_group AND m.queue_id = p_qid;
+        v_conflate := coalesce(v_conflate, false);
     END IF;
-
-    -- Forward scan: a cursor, so leaving at the budget stops the index walk.
-    IF v_budget > 0 THEN
-        FOR v_seg IN
-            SELECT s.base_offset, s.end_offset, s.msg_count, s.created_at, s.codec, s.producer, s.blob
-            FROM queen.log_segments s
-            WHERE s.partition_id = p_pid AND s.base_offset > v_wanted
-            ORDER BY s.base_offset
-        LOOP
+    IF v_conflate THEN
+        -- created_at grows with base_offset: the first visible segment from the top is
+        -- the newest visible one.
+        SELECT s.base_offset, s.end_offset, s.msg_count, s.created_at, s.codec, s.producer, s.blob
+        INTO v_seg
+        FROM queen.log_segments s
+        WHERE s.partition_id = p_pid AND s.base_offset <= v_last_off
+          AND s.created_at <= v_visible
+        ORDER BY s.base_offset DESC
+        LIMIT 1;
+        IF NOT FOUND OR v_seg.end_offset < v_wanted THEN
+            RETURN;
+        END IF;
+        v_start := v_seg.end_offset;
+        v_end := v_seg.end_offset;
+        v_bases := ARRAY[v_seg.base_offset];
+        v_idx := ARRAY[(v_seg.end_offset - v_seg.base_offset)::integer];
+        v_takes := ARRAY[1];
+        v_counts := ARRAY[v_seg.msg_count];
+        v_times := ARRAY[v_seg.created_at];
+        v_codecs := ARRAY[v_seg.codec];
+        v_producers := ARRAY[v_seg.producer];
+        v_blobs := ARRAY[v_seg.blob];
+        v_budget := 0;
+        v_committed_at_claim := v_start - 1;
+    ELSE
+        -- Head probe: one backward primary-key step; the covering test is applied afterwards
+        -- so a miss cannot walk the partition head.
+        SELECT s.base_offset, s.end_offset, s.msg_count, s.created_at, s.codec, s.producer, s.blob
+        INTO v_seg
+        FROM queen.log_segments s
+        WHERE s.partition_id = p_pid AND s.base_offset <= v_wanted
+        ORDER BY s.base_offset DESC
+        LIMIT 1;
+        IF FOUND THEN
             v_seen_any := true;
-            EXIT WHEN v_seg.created_at > v_visible;
-            v_take := least(v_seg.msg_count, v_budget);
-            IF v_start IS NULL THEN
-                v_start := v_seg.base_offset;
+            IF v_seg.end_offset >= v_wanted THEN
+                IF v_seg.created_at > v_visible THEN
+                    RETURN; -- delayed: every later segment is younger still
+                END IF;
+                v_take := least(v_seg.end_offset - v_wanted + 1, v_budget)::integer;
+                v_start := v_wanted;
+                v_end := v_wanted + v_take - 1;
+                v_bases := v_bases || v_seg.base_offset;
+                v_idx := v_idx || (v_wanted - v_seg.base_offset)::integer;
+                v_takes := v_takes || v_take;
+                v_counts := v_counts || v_seg.msg_count;
+                v_times := v_times || v_seg.created_at;
+                v_codecs := v_codecs || v_seg.codec;
+                v_producers := v_producers || v_seg.producer;
+                v_blobs := v_blobs || v_seg.blob;
+                v_budget := v_budget - v_take;
             END IF;
-            v_end := v_seg.base_offset + v_take - 1;
-            v_bases := v_bases || v_seg.base_offset;
-            v_idx := v_idx || 0;
-            v_takes := v_takes || v_take;
-            v_counts := v_counts || v_seg.msg_count;
-            v_times := v_times || v_seg.created_at;
-            v_codecs := v_codecs || v_seg.codec;
-            v_producers := v_producers || v_seg.producer;
-            v_blobs := v_blobs || v_seg.blob;
-            v_budget := v_budget - v_take;
-            EXIT WHEN v_budget <= 0;
-        END LOOP;
+        END IF;
+
+        -- Forward scan: a cursor, so leaving at the budget stops the index walk.
+        IF v_budget > 0 THEN
+            FOR v_seg IN
+                SELECT s.base_offset, s.end_offset, s.msg_count, s.created_at, s.codec, s.producer, s.blob
+                FROM queen.log_segments s
+                WHERE s.partition_id = p_pid AND s.base_offset > v_wanted
+                ORDER BY s.base_offset
+            LOOP
+                v_seen_any := true;
+                EXIT WHEN v_seg.created_at > v_visible;
+                v_take := least(v_seg.msg_count, v_budget);
+                IF v_start IS NULL THEN
+                    v_start := v_seg.base_offset;
+                END IF;
+                v_end := v_seg.base_offset + v_take - 1;
+                v_bases := v_bases || v_seg.base_offset;
+                v_idx := v_idx || 0;
+                v_takes := v_takes || v_take;
+                v_counts := v_counts || v_seg.msg_count;
+                v_times := v_times || v_seg.created_at;
+                v_codecs := v_codecs || v_seg.codec;
+                v_producers := v_producers || v_seg.producer;
+                v_blobs := v_blobs || v_seg.blob;
+                v_budget := v_budget - v_take;
+                EXIT WHEN v_budget <= 0;
+            END LOOP;
+        END IF;
     END IF;
 
     IF v_start IS NULL THEN
@@ -296,6 +336,9 @@ BEGIN
         v_attempt := CASE WHEN v_att_offset IS NOT DISTINCT FROM v_start
                           THEN v_att_count + 1 ELSE 1 END;
         UPDATE queen.log_consumers c SET
+            committed = coalesce(v_committed_at_claim, c.committed),
+            total_consumed = c.total_consumed
+                + coalesce(v_committed_at_claim - c.committed, 0),
             worker_id = p_worker,
             lease_expires_at = v_now + make_interval(secs => p_lease_seconds),
             lease_acquired_at = v_now,

@@ -153,6 +153,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         config: Arc::new(config.clone()),
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
+        encrypted_queues: Default::default(),
     });
     mesh.listen(
         mesh_listener,

@@ -11,6 +11,7 @@ use crate::actors::registry::Registry;
 use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::limiter::{Limiter, Permit};
+use crate::log::encryption::EncryptedQueues;
 use crate::mesh::Mesh;
 use crate::metrics::Metrics;
 
@@ -34,6 +35,8 @@ pub struct Broker {
     pub config: Arc<Config>,
     /// The peer mesh: hints to other nodes.
     pub mesh: Mesh,
+    /// Which queues seal their payloads, as this node last read it.
+    pub encrypted_queues: EncryptedQueues,
     /// Cancelled when the broker starts to stop: parked pops answer empty at once and
     /// readiness turns false, so a load balancer sends new work elsewhere.
     pub draining: CancellationToken,

@@ -164,6 +164,10 @@ pub struct PushConfig {
     /// `QUEEN_ZSTD_LEVEL`: compression level of segments (default 1: WAL bytes matter, and
     /// level 1 keeps the broker's CPU per message low).
     pub zstd_level: i32,
+    /// `QUEEN_ENCRYPTION_KEY`: 64 hex digits (32 bytes), the AES-256-GCM key of queues with
+    /// `encryptionEnabled`. Every node needs the same key; without one, such queues cannot
+    /// be configured.
+    pub payload_key: Option<crate::segment::PayloadKey>,
 }
 
 /// Log output (the filter itself is `RUST_LOG`, default `info`).
@@ -231,6 +235,16 @@ impl Config {
             },
             push: PushConfig {
                 zstd_level: vars.parse("QUEEN_ZSTD_LEVEL", 1, "a zstd level (1-19)")?,
+                payload_key: match vars.get("QUEEN_ENCRYPTION_KEY") {
+                    None => None,
+                    Some(hex) => Some(crate::segment::PayloadKey::from_hex(hex).map_err(|_| {
+                        ConfigError::Invalid {
+                            name: "QUEEN_ENCRYPTION_KEY",
+                            value: "***".to_owned(),
+                            rule: "64 hexadecimal digits (32 bytes)",
+                        }
+                    })?),
+                },
             },
             log: LogConfig {
                 json: match vars.get("QUEEN_LOG_FORMAT").unwrap_or("text") {

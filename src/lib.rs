@@ -24,10 +24,12 @@
 //!
 //! # How a message travels
 //!
-//! **Push.** `http::push` validates the items; `log::push` groups them by (queue,
-//! partition), dedups transaction ids within the request, frames and compresses one segment
-//! per group, and appends all groups in one transaction through `queen.log_push_v1`, which
-//! dedups against the partition and assigns dense offsets under the partition row lock.
+//! **Push.** `http::push` validates the items (a JSON body, or a `QPB1` body decoded by
+//! `http::binary`, whose flag-8 groups arrive already compressed and are kept as they are);
+//! `log::push` groups them by (queue, partition), dedups transaction ids within the request,
+//! frames and compresses one segment per group, and appends all groups in one transaction
+//! through `queen.log_push_v1`, which dedups against the partition and assigns dense
+//! offsets under the partition row lock.
 //! After the commit the queue's group actors hear which partitions received messages, and
 //! so do the peers, through the mesh: their actors wake as if the push had been theirs.
 //!
@@ -40,8 +42,9 @@
 //! into `queen.log_pop_v1`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
 //! forward scan, then auto-ack or lease. Verdicts go back to the actor (leased and held
 //! partitions onto its wheel). The handler decompresses the returned segments and slices
-//! their frames into the JSON answer. Pushes, ack-promotes and the wheel open the gate;
-//! the seed's bounded backoff is the floor under lost wakes.
+//! their frames into the JSON answer (with `frames=true`, `http::binary` ships the stored
+//! segments whole as the `QPF1` answer instead). Pushes, ack-promotes and the wheel open
+//! the gate; the seed's bounded backoff is the floor under lost wakes.
 //!
 //! **Ack.** `log::ack` groups acknowledgements by (partition, lease) and calls
 //! `queen.log_ack_v1`, which finds offsets by transaction id (so any node can ack), moves

@@ -1,5 +1,7 @@
 //! Acknowledging: the wrapper of `queen.log_ack_v1`.
 
+use tokio_postgres::{GenericClient, Statement};
+
 use super::{DbError, PgConn};
 
 const LOG_ACK: &str =
@@ -47,16 +49,35 @@ pub async fn ack_partition(
     lease: &str,
     items: &[AckItem],
 ) -> Result<Vec<AckVerdict>, DbError> {
+    let st = statement(conn).await?;
+    let verdicts = ack_in(conn.client(), &st, partition_id, group, lease, items).await;
+    verdicts.map_err(|e| conn.note(e))
+}
+
+/// Prepares (once per connection) the statement calling `queen.log_ack_v1`, for [`ack_in`].
+pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
+    conn.statement("log_ack_v1", LOG_ACK).await
+}
+
+/// Calls `queen.log_ack_v1` on `client` (a plain connection, or a transaction the caller
+/// owns) with the statement from [`statement`]. Same contract as [`ack_partition`]; the
+/// caller notes errors on its connection.
+pub async fn ack_in(
+    client: &impl GenericClient,
+    st: &Statement,
+    partition_id: i64,
+    group: &str,
+    lease: &str,
+    items: &[AckItem],
+) -> Result<Vec<AckVerdict>, DbError> {
     let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id.as_str()).collect();
     let offsets: Vec<Option<i64>> = items.iter().map(|i| i.offset).collect();
     let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
     let errors: Vec<Option<&str>> = items.iter().map(|i| i.error.as_deref()).collect();
     let lease = (!lease.is_empty()).then_some(lease);
-    let st = conn.statement("log_ack_v1", LOG_ACK).await?;
-    let rows = conn
-        .client()
+    let rows = client
         .query(
-            &st,
+            st,
             &[
                 &partition_id,
                 &group,
@@ -68,8 +89,7 @@ pub async fn ack_partition(
             ],
         )
         .await
-        .map_err(|e| DbError::query("log_ack_v1", e));
-    let rows = rows.map_err(|e| conn.note(e))?;
+        .map_err(|e| DbError::query("log_ack_v1", e))?;
     let mut verdicts = vec![
         AckVerdict {
             success: false,

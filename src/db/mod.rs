@@ -2,13 +2,15 @@
 //!
 //! It owns the connection pool ([`pool`]), the embedded PostgreSQL launcher ([`embedded`]),
 //! the schema installer ([`schema`]), one Rust function per SQL function (`push`, `pop`,
-//! `ack`, `lease`, `queues`, and the admin endpoints' in [`admin`]) and the database error type ([`error`]). Callers never see a
+//! `ack`, `lease`, `queues`, and the admin endpoints' in [`admin`]), the caller-owned data
+//! transaction ([`transaction`]) and the database error type ([`error`]). Callers never see a
 //! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
 
 pub mod ack;
 pub mod admin;
 pub mod embedded;
 pub mod error;
+pub mod groups;
 pub mod lease;
 pub mod pool;
 pub mod pop;
@@ -16,6 +18,7 @@ pub mod push;
 pub mod queues;
 pub mod schema;
 pub mod system;
+pub mod transaction;
 
 pub use error::DbError;
 pub use pool::{Db, PgConn};

@@ -1,6 +1,6 @@
 //! Appending segments: the wrapper of `queen.log_push_v1`.
 
-use tokio_postgres::{Statement, Transaction};
+use tokio_postgres::{GenericClient, Statement, Transaction};
 use uuid::Uuid;
 
 use super::{DbError, PgConn};
@@ -67,7 +67,7 @@ pub struct PushTransaction<'c> {
 impl<'c> PushTransaction<'c> {
     /// Opens the transaction on a pooled connection.
     pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
-        let statement = conn.statement("log_push_v1", LOG_PUSH).await?;
+        let statement = statement(conn).await?;
         let tx = conn
             .client()
             .transaction()
@@ -80,45 +80,7 @@ impl<'c> PushTransaction<'c> {
     /// a second call without the reported duplicates is authoritative. Callers append
     /// partitions in (queue, partition) order so that two pushes cannot deadlock.
     pub async fn append(&self, append: &SegmentAppend<'_>) -> Result<AppendOutcome, DbError> {
-        let rows = self
-            .tx
-            .query(
-                &self.statement,
-                &[
-                    &append.tenant,
-                    &append.queue,
-                    &append.partition,
-                    &append.transaction_ids,
-                    &append.message_ids,
-                    &append.blob,
-                    &append.codec,
-                    &append.producer,
-                ],
-            )
-            .await
-            .map_err(|e| DbError::query("log_push_v1", e))?;
-        let first = rows
-            .first()
-            .expect("log_push_v1 returns at least one row for a non-empty segment");
-        let partition_id: i64 = first.get("partition_id");
-        if !first.get::<_, bool>("duplicate") {
-            return Ok(AppendOutcome::Stored {
-                partition_id,
-                base_offset: first.get("base_offset"),
-            });
-        }
-        let duplicates = rows
-            .iter()
-            .map(|row| StoredDuplicate {
-                transaction_id: row.get("transaction_id"),
-                message_id: row.get("message_id"),
-                offset: row.get("base_offset"),
-            })
-            .collect();
-        Ok(AppendOutcome::Duplicates {
-            partition_id,
-            duplicates,
-        })
+        append_in(&self.tx, &self.statement, append).await
     }
 
     /// Commits every appended segment at once.
@@ -128,4 +90,57 @@ impl<'c> PushTransaction<'c> {
             .await
             .map_err(|e| DbError::query("log_push_v1", e))
     }
+}
+
+/// Prepares (once per connection) the statement calling `queen.log_push_v1`, for
+/// [`append_in`].
+pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
+    conn.statement("log_push_v1", LOG_PUSH).await
+}
+
+/// Calls `queen.log_push_v1` inside a transaction the caller owns, with the statement from
+/// [`statement`]. Same contract as [`PushTransaction::append`].
+pub async fn append_in(
+    tx: &impl GenericClient,
+    statement: &Statement,
+    append: &SegmentAppend<'_>,
+) -> Result<AppendOutcome, DbError> {
+    let rows = tx
+        .query(
+            statement,
+            &[
+                &append.tenant,
+                &append.queue,
+                &append.partition,
+                &append.transaction_ids,
+                &append.message_ids,
+                &append.blob,
+                &append.codec,
+                &append.producer,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("log_push_v1", e))?;
+    let first = rows
+        .first()
+        .expect("log_push_v1 returns at least one row for a non-empty segment");
+    let partition_id: i64 = first.get("partition_id");
+    if !first.get::<_, bool>("duplicate") {
+        return Ok(AppendOutcome::Stored {
+            partition_id,
+            base_offset: first.get("base_offset"),
+        });
+    }
+    let duplicates = rows
+        .iter()
+        .map(|row| StoredDuplicate {
+            transaction_id: row.get("transaction_id"),
+            message_id: row.get("message_id"),
+            offset: row.get("base_offset"),
+        })
+        .collect();
+    Ok(AppendOutcome::Duplicates {
+        partition_id,
+        duplicates,
+    })
 }

@@ -1,4 +1,5 @@
-//! Queue configuration: the wrapper of `queen.configure_queue_v1`, and the health probe.
+//! Queue configuration: the wrapper of `queen.configure_queue_v1`, the queue's encryption
+//! switch, and the health probe.
 
 use serde_json::Value;
 
@@ -39,6 +40,25 @@ pub async fn configure(
         partition_id: row.get(1),
         effective: row.get(2),
     })
+}
+
+const ENCRYPTION: &str =
+    "SELECT q.encryption_enabled FROM queen.queues q WHERE q.tenant = $1 AND q.name = $2";
+
+/// Whether a queue seals its payloads at rest (false for a queue that does not exist).
+pub async fn encryption_enabled(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: &str,
+) -> Result<bool, DbError> {
+    let st = conn.statement("queue_encryption", ENCRYPTION).await?;
+    let row = conn
+        .client()
+        .query_opt(&st, &[&tenant, &queue])
+        .await
+        .map_err(|e| DbError::query("queue_encryption", e));
+    let row = row.map_err(|e| conn.note(e))?;
+    Ok(row.is_some_and(|r| r.get(0)))
 }
 
 /// One round trip proving the database answers and the schema is there.

@@ -59,6 +59,14 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../sql/013_system_state.sql"),
     ),
     (
+        "014_group_conflation.sql",
+        include_str!("../../sql/014_group_conflation.sql"),
+    ),
+    (
+        "020_lease_require.sql",
+        include_str!("../../sql/020_lease_require.sql"),
+    ),
+    (
         "030_consumer_group_lags.sql",
         include_str!("../../sql/030_consumer_group_lags.sql"),
     ),

@@ -9,14 +9,15 @@ use super::{parse_json, read_body, ApiError, AppState};
 use crate::domain::ConsumerGroup;
 use crate::log::ack::{ack, Ack};
 
+/// One ack as sent, before validation (also a transaction's ack operation).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawAck {
+pub(super) struct RawAck {
     transaction_id: Option<Value>,
     partition_id: Option<Value>,
     status: Option<Value>,
     error: Option<Value>,
-    consumer_group: Option<Value>,
+    pub(super) consumer_group: Option<Value>,
     lease_id: Option<Value>,
 }
 
@@ -86,7 +87,8 @@ async fn answer(
     Ok(HttpResponse::Ok().json(body))
 }
 
-fn group_of(value: Option<&Value>) -> Result<ConsumerGroup, ApiError> {
+/// The consumer group of a request: absent or null is queue mode.
+pub(super) fn group_of(value: Option<&Value>) -> Result<ConsumerGroup, ApiError> {
     match value {
         None | Some(Value::Null) => Ok(ConsumerGroup::queue_mode()),
         Some(Value::String(s)) => {
@@ -98,7 +100,8 @@ fn group_of(value: Option<&Value>) -> Result<ConsumerGroup, ApiError> {
     }
 }
 
-fn validate(raw: RawAck, prefix: &str) -> Result<Ack, ApiError> {
+/// Validates one ack; errors name `<prefix><field>`.
+pub(super) fn validate(raw: RawAck, prefix: &str) -> Result<Ack, ApiError> {
     let text = |name: &str, v: Option<Value>| -> Result<Option<String>, ApiError> {
         match v {
             None | Some(Value::Null) => Ok(None),

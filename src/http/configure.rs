@@ -41,6 +41,12 @@ pub async fn configure(
     let task = optional_text("task", raw.task)?;
     let options = QueueOptions::parse(raw.options.as_ref())
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let wants_encryption = options.to_sql_json()["encryption_enabled"] == Value::Bool(true);
+    if wants_encryption && state.broker.config.push.payload_key.is_none() {
+        return Err(ApiError::bad_request(
+            "encryptionEnabled needs QUEEN_ENCRYPTION_KEY set on every broker",
+        ));
+    }
 
     let mut conn = state.broker.db.conn().await?;
     let stored = store(
@@ -55,6 +61,7 @@ pub async fn configure(
     drop(conn);
     let tenant = state.tenant(&req);
     state.broker.registry.config_changed(&tenant, &queue);
+    state.broker.encrypted_queues.forget(&tenant, &queue);
     state.broker.mesh.config_changed(&tenant, &queue);
     if stored
         .effective

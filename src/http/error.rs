@@ -11,6 +11,7 @@ use tracing::{error, warn};
 
 use crate::db::DbError;
 use crate::log::push::PushError;
+use crate::log::transaction::TransactionError;
 
 /// A request that ends in an error answer.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,9 @@ pub enum ApiError {
     /// The database failed.
     #[error("database error")]
     Db(#[from] DbError),
+    /// This node lacks a setting the request needs (an encryption key): a 500 saying so.
+    #[error("{0}")]
+    Misconfigured(String),
     /// Stored data could not be read back (a corrupt segment).
     #[error("stored data could not be read")]
     Corrupt(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -60,6 +64,16 @@ impl From<PushError> for ApiError {
             PushError::Db(db) => ApiError::Db(db),
             PushError::Frame { .. } => ApiError::BadRequest(e.to_string()),
             PushError::Blob(b) => ApiError::Corrupt(Box::new(b)),
+            PushError::NoKey { .. } => ApiError::Misconfigured(e.to_string()),
+        }
+    }
+}
+
+impl From<TransactionError> for ApiError {
+    fn from(e: TransactionError) -> Self {
+        match e {
+            TransactionError::Db(db) => ApiError::Db(db),
+            TransactionError::Push(push) => ApiError::from(push),
         }
     }
 }
@@ -76,7 +90,7 @@ impl ResponseError for ApiError {
             ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
-            ApiError::Db(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Db(_) | ApiError::Misconfigured(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -101,6 +115,10 @@ impl ResponseError for ApiError {
                 } else {
                     error!(error = ?db, "request failed");
                 }
+                json!({ "error": text })
+            }
+            ApiError::Misconfigured(text) => {
+                error!(error = %text, "request needs a setting this node lacks");
                 json!({ "error": text })
             }
             ApiError::Corrupt(source) => {

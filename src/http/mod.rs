@@ -1,10 +1,12 @@
 //! HTTP: the route table, the shared state the handlers see, and the body and query readers.
 //!
-//! One handler file per route family (`push`, `pop`, `ack`, `lease`, `configure`,
-//! `health`, and the admin families under [`admin`]); status codes and error bodies are decided in [`error`] only.
+//! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
+//! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
+//! [`binary`]; status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
 pub mod admin;
+pub mod binary;
 pub mod configure;
 pub mod error;
 pub mod health;
@@ -14,6 +16,7 @@ pub mod pop;
 pub mod push;
 pub mod query;
 pub mod system;
+pub mod transaction;
 
 use std::sync::Arc;
 
@@ -80,6 +83,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/ack/batch")
             .route(web::post().to(ack::ack_batch))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/transaction")
+            .route(web::post().to(transaction::transaction))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

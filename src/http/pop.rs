@@ -1,17 +1,26 @@
 //! The three pop routes: parse the query into a [`PopRequest`], run it, answer `200` with the
-//! JSON delivery or `204` with no body at all.
+//! JSON delivery (or the `QPF1` framed one with `frames=true`) or `204` with no body at all
+//! (a `200` with the echoes instead when the request asked for conflation or autopilot).
 
 use std::time::Duration;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
+use super::binary::qpf1;
 use super::query::Query;
 use super::{ApiError, AppState};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
+use crate::log::groups::conflation_policy;
 use crate::log::pop::{pop, PopRequest, Scope, SubscriptionMode};
+use crate::segment::Codec;
+use echo::{Autopilot, Echo, AUTOPILOT_BATCH, AUTOPILOT_PARTITIONS};
 
+mod echo;
 mod render;
+
+/// The codec of segments holding sealed payloads, which never ship framed.
+const SEALED: i16 = Codec::SealedZstd as i16;
 
 /// Default message budget of a pop (the seed's).
 const DEFAULT_BATCH: u64 = 200;
@@ -70,25 +79,74 @@ async fn serve(
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
-    let request = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
-    let delivery = pop(&state.broker, &state.tenant(req), &request).await?;
-    match delivery {
-        None => Ok(HttpResponse::NoContent().finish()),
-        Some(delivery) => {
-            let body = render::json_answer(&delivery, request.group.as_str())
-                .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
-            Ok(HttpResponse::Ok()
-                .content_type("application/json")
-                .body(body))
-        }
+    let (request, asked) = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    let framed = query.flag("frames", false)?;
+    let tenant = state.tenant(req);
+    let mut echo = Echo::default();
+    if asked.conflation {
+        let queue = match &request.scope {
+            Scope::Queue(queue) | Scope::Partition(queue, _) => queue,
+            Scope::Discover { .. } => {
+                return Err(ApiError::bad_request(
+                    "conflation needs a queue in the path",
+                ))
+            }
+        };
+        echo.conflation = Some(
+            conflation_policy(
+                &state.broker,
+                &tenant,
+                queue,
+                &request.group,
+                request.subscription_mode,
+                request.subscription_from,
+            )
+            .await?,
+        );
     }
+    let delivery = pop(&state.broker, &tenant, &request).await?;
+    let delivered: usize = delivery
+        .as_ref()
+        .map_or(0, |d| d.slices.iter().map(|s| s.take as usize).sum());
+    echo.autopilot = asked
+        .autopilot
+        .map(|knobs| knobs.advise(delivered, state.broker.config.pop.wait_max));
+    let body = match delivery {
+        None if echo.needs_body() => echo.empty_answer(request.group.as_str()),
+        None => return Ok(HttpResponse::NoContent().finish()),
+        // Sealed payloads must be opened first: such a delivery answers JSON (the contract
+        // allows it; a client fails a framed answer carrying frame flag 4).
+        Some(delivery) if framed && !delivery.slices.iter().any(|s| s.codec == SEALED) => {
+            let body = qpf1::framed_answer(&delivery, request.group.as_str(), &echo.own_keys())
+                .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
+            return Ok(HttpResponse::Ok()
+                .content_type(qpf1::CONTENT_TYPE)
+                .body(body));
+        }
+        Some(delivery) => render::json_answer(
+            &delivery,
+            request.group.as_str(),
+            &echo,
+            state.broker.config.push.payload_key.as_ref(),
+        )
+        .map_err(ApiError::Corrupt)?,
+    };
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
+}
+
+/// What the request asked the broker to echo.
+struct Asked {
+    conflation: bool,
+    autopilot: Option<Autopilot>,
 }
 
 fn parse_request(
     q: &Query,
     scope: Scope,
     default_timeout: Duration,
-) -> Result<PopRequest, ApiError> {
+) -> Result<(PopRequest, Asked), ApiError> {
     let group = ConsumerGroup::parse(q.text("consumerGroup"))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let subscription_from = match q.text("subscriptionFrom") {
@@ -110,22 +168,56 @@ fn parse_request(
             )))
         }
     };
+    let auto_ack = q.flag("autoAck", false)?;
+    let conflation = q.flag("conflation", false)?;
+    if conflation && group.is_queue_mode() {
+        return Err(ApiError::bad_request(
+            "conflation requires a consumerGroup: it is a policy of the group",
+        ));
+    }
+    if conflation && auto_ack {
+        return Err(ApiError::bad_request(
+            "conflation cannot be combined with autoAck",
+        ));
+    }
+    // Autopilot picks whichever knob the caller left out; the caller's own values stand.
+    let autopilot = q.flag("autopilot", false)?;
+    let default_partitions = match (&scope, autopilot) {
+        (Scope::Partition(..), _) | (_, false) => 1,
+        (_, true) => u64::from(AUTOPILOT_PARTITIONS),
+    };
+    let default_batch = if autopilot {
+        u64::from(AUTOPILOT_BATCH)
+    } else {
+        DEFAULT_BATCH
+    };
+    let batch = q.number("batch", default_batch, 1, MAX_BATCH)? as u32;
+    let partitions = q.number("partitions", default_partitions, 1, MAX_PARTITIONS)? as u32;
     let timeout_default = u64::try_from(default_timeout.as_millis()).unwrap_or(u64::MAX);
-    Ok(PopRequest {
+    let request = PopRequest {
         scope,
         group,
-        batch: q.number("batch", DEFAULT_BATCH, 1, MAX_BATCH)? as u32,
-        partitions: q.number("partitions", 1, 1, MAX_PARTITIONS)? as u32,
+        batch,
+        partitions,
         wait: q.flag("wait", false)?,
         timeout: Duration::from_millis(q.number("timeout", timeout_default, 0, MAX_TIMEOUT_MS)?),
-        auto_ack: q.flag("autoAck", false)?,
+        auto_ack,
         lease_seconds: match q.text("leaseSeconds") {
             None => None,
             Some(_) => Some(q.number("leaseSeconds", 0, 1, MAX_LEASE_SECONDS)? as i32),
         },
         subscription_mode,
         subscription_from,
-    })
+    };
+    let asked = Asked {
+        conflation,
+        autopilot: autopilot.then_some(Autopilot {
+            partitions,
+            batch,
+            wait_ms: 0,
+        }),
+    };
+    Ok((request, asked))
 }
 
 fn parse_time(raw: &str) -> Option<DateTime<Utc>> {

@@ -1,5 +1,6 @@
-//! `POST /api/v1/push` with a JSON body: validate every item, store all or nothing, answer
-//! one object per item in request order.
+//! `POST /api/v1/push`: validate every item of a JSON or `QPB1` body (dispatched on the
+//! magic, not the content type), store all or nothing, answer one object per item in
+//! request order (or, with `QPB1` flag 2, the totals).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -7,9 +8,12 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::binary::qpb1;
 use super::{parse_json, read_body, ApiError, AppState};
 use crate::domain::{PartitionName, QueueName};
-use crate::log::push::{push as store, PushItem, PushStatus};
+use crate::log::push::{
+    push as store, push_prebuilt as store_prebuilt, PushItem, PushOutcome, PushStatus,
+};
 
 /// Largest transaction id: the stored frame's `u16` length prefix.
 const MAX_TRANSACTION_ID_BYTES: usize = 65_535;
@@ -19,9 +23,10 @@ struct PushBody {
     items: Vec<RawItem>,
 }
 
+/// One pushed item as sent, before validation (also the items of a transaction's push).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawItem {
+pub(super) struct RawItem {
     queue: Option<Value>,
     partition: Option<Value>,
     payload: Option<Box<RawValue>>,
@@ -35,8 +40,12 @@ pub async fn push(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
-    if body.starts_with(b"QPB1") || body.starts_with(b"QTB1") {
+    let limit = state.broker.config.http.max_body_bytes;
+    let body = read_body(payload, limit).await?;
+    if body.starts_with(b"QPB") {
+        return push_binary(&state, &req, &body, limit).await;
+    }
+    if body.starts_with(b"QTB1") {
         return Err(ApiError::bad_request(
             "binary push bodies are not supported by this broker yet; send JSON",
         ));
@@ -56,8 +65,44 @@ pub async fn push(
         state.broker.config.push.zstd_level,
     )
     .await?;
+    Ok(HttpResponse::Created().json(answer(&outcomes)))
+}
 
-    let answer: Vec<Value> = outcomes
+/// A `QPB1` body: decoded into the same items, stored the same way; flag-8 groups are
+/// stored as the client compressed them.
+async fn push_binary(
+    state: &AppState,
+    req: &HttpRequest,
+    body: &[u8],
+    limit: usize,
+) -> Result<HttpResponse, ApiError> {
+    let decoded = qpb1::decode(body, limit).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let outcomes = store_prebuilt(
+        &state.broker,
+        &state.tenant(req),
+        &decoded.items,
+        &decoded.prebuilt,
+        state.broker.config.push.zstd_level,
+    )
+    .await?;
+    if decoded.counts_only {
+        let queued = outcomes
+            .iter()
+            .filter(|o| o.status == PushStatus::Queued)
+            .count();
+        return Ok(HttpResponse::Created().json(json!({
+            "count": outcomes.len(),
+            "queued": queued,
+            "duplicate": outcomes.len() - queued,
+            "error": 0,
+        })));
+    }
+    Ok(HttpResponse::Created().json(answer(&outcomes)))
+}
+
+/// One answer object per item, in request order (decision 9.1: camelCase keys).
+fn answer(outcomes: &[PushOutcome]) -> Vec<Value> {
+    outcomes
         .iter()
         .enumerate()
         .map(|(index, o)| {
@@ -74,11 +119,11 @@ pub async fn push(
                 "error": Value::Null,
             })
         })
-        .collect();
-    Ok(HttpResponse::Created().json(answer))
+        .collect()
 }
 
-fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError> {
+/// Validates item `index` into a [`PushItem`]; errors name `items[index].<field>`.
+pub(super) fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError> {
     let field = |name: &str| format!("items[{index}].{name}");
     let text = |name: &str, value: Option<Value>| -> Result<Option<String>, ApiError> {
         match value {

@@ -1,7 +1,8 @@
 //! Ack: acknowledgements grouped by (partition, lease), one SQL call per group.
 //!
 //! Any node can ack any message: the offset is found in SQL by (partition, transaction id),
-//! so nothing here depends on which node served the pop.
+//! so nothing here depends on which node served the pop. [`stage`] applies acks inside a
+//! caller's transaction (a transaction bundle), which calls [`announce`] after its commit.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::Broker;
 use crate::db::ack::{ack_partition, AckItem, AckVerdict};
+use crate::db::transaction::DataTransaction;
 use crate::db::DbError;
 use crate::domain::{ConsumerGroup, QueueName, Tenant};
 
@@ -39,25 +41,10 @@ pub async fn ack(
     group: &ConsumerGroup,
     acks: &[Ack],
 ) -> Result<Vec<AckVerdict>, DbError> {
-    let mut groups: BTreeMap<(i64, &str), Vec<usize>> = BTreeMap::new();
-    for (i, a) in acks.iter().enumerate() {
-        groups
-            .entry((a.partition_id, a.lease_id.as_str()))
-            .or_default()
-            .push(i);
-    }
     let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
     let mut conn = broker.db.conn().await?;
-    for ((partition_id, lease), indices) in groups {
-        let items: Vec<AckItem> = indices
-            .iter()
-            .map(|&i| AckItem {
-                transaction_id: acks[i].transaction_id.clone(),
-                offset: None,
-                status: acks[i].status.clone(),
-                error: acks[i].error.clone(),
-            })
-            .collect();
+    for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
+        let items = items_of(acks, &indices);
         let answers = ack_partition(&mut conn, partition_id, group.as_str(), lease, &items).await?;
         promote(broker, tenant, group, partition_id, &answers);
         for (i, verdict) in indices.into_iter().zip(answers) {
@@ -68,6 +55,78 @@ pub async fn ack(
         .into_iter()
         .map(|v| v.expect("every ack belongs to one group"))
         .collect())
+}
+
+/// Applies `acks` for `group` inside a transaction the caller owns, grouped exactly as
+/// [`ack`] groups them, and answers one verdict per ack, in order. Nothing is released for
+/// anyone before the caller's commit; then it calls [`announce`].
+pub async fn stage(
+    tx: &DataTransaction<'_>,
+    group: &ConsumerGroup,
+    acks: &[Ack],
+) -> Result<Vec<AckVerdict>, DbError> {
+    let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
+    for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
+        let answers = tx
+            .ack(
+                partition_id,
+                group.as_str(),
+                lease,
+                &items_of(acks, &indices),
+            )
+            .await?;
+        for (i, verdict) in indices.into_iter().zip(answers) {
+            verdicts[i] = Some(verdict);
+        }
+    }
+    Ok(verdicts
+        .into_iter()
+        .map(|v| v.expect("every ack belongs to one group"))
+        .collect())
+}
+
+/// Tells the group actor of every partition whose lease `verdicts` released while it still
+/// holds messages (an ack-promote). Call it only after the commit that applied them.
+pub fn announce(
+    broker: &Broker,
+    tenant: &Tenant,
+    group: &ConsumerGroup,
+    acks: &[Ack],
+    verdicts: &[AckVerdict],
+) {
+    let mut by_partition: BTreeMap<i64, Vec<AckVerdict>> = BTreeMap::new();
+    for (a, v) in acks.iter().zip(verdicts) {
+        by_partition
+            .entry(a.partition_id)
+            .or_default()
+            .push(v.clone());
+    }
+    for (partition_id, answers) in by_partition {
+        promote(broker, tenant, group, partition_id, &answers);
+    }
+}
+
+fn by_partition_and_lease(acks: &[Ack]) -> BTreeMap<(i64, &str), Vec<usize>> {
+    let mut groups: BTreeMap<(i64, &str), Vec<usize>> = BTreeMap::new();
+    for (i, a) in acks.iter().enumerate() {
+        groups
+            .entry((a.partition_id, a.lease_id.as_str()))
+            .or_default()
+            .push(i);
+    }
+    groups
+}
+
+fn items_of(acks: &[Ack], indices: &[usize]) -> Vec<AckItem> {
+    indices
+        .iter()
+        .map(|&i| AckItem {
+            transaction_id: acks[i].transaction_id.clone(),
+            offset: None,
+            status: acks[i].status.clone(),
+            error: acks[i].error.clone(),
+        })
+        .collect()
 }
 
 fn promote(

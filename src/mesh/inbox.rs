@@ -1,6 +1,6 @@
 //! What a hint from a peer does to this node: a push hint wakes the queue's local group
 //! actors (ring append, gate open) exactly as a local push would, a config change makes
-//! them drop cached options, a maintenance change flips the switch at once instead of at
+//! them (and the encrypted-queue cache) drop cached options, a maintenance change flips the switch at once instead of at
 //! the next database refresh.
 
 use std::sync::atomic::Ordering;
@@ -52,9 +52,9 @@ impl Inbox for BrokerInbox {
                 let Ok(queue) = QueueName::parse(queue) else {
                     return false;
                 };
-                broker
-                    .registry
-                    .config_changed(&Tenant::from_stored(tenant), &queue);
+                let tenant = Tenant::from_stored(tenant);
+                broker.registry.config_changed(&tenant, &queue);
+                broker.encrypted_queues.forget(&tenant, &queue);
             }
             MeshMessage::MaintenanceChanged { pop } => {
                 broker.maintenance.store(pop, Ordering::Relaxed);

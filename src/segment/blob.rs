@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::frame::{FrameError, FrameIter, NewFrame, StoredFrame};
+use super::frame::{FrameError, FrameIter, NewFrame, StoredFrame, FLAG_ENCRYPTED};
 
 /// Largest decompressed segment the broker will open. A segment is one push's messages for
 /// one partition, bounded by the request body limit; anything larger is corrupt or hostile.
@@ -19,6 +19,9 @@ pub enum Codec {
     Raw = 0,
     /// One zstd frame whose content is the frames.
     Zstd = 1,
+    /// As `Zstd`, and some frames carry sealed payloads (flag 4, an encrypted queue): the
+    /// blob must be opened before any answer, so it never ships in a framed pop as it is.
+    SealedZstd = 2,
 }
 
 impl Codec {
@@ -32,6 +35,7 @@ impl Codec {
         match value {
             0 => Ok(Codec::Raw),
             1 => Ok(Codec::Zstd),
+            2 => Ok(Codec::SealedZstd),
             other => Err(BlobError::UnknownCodec(other)),
         }
     }
@@ -73,6 +77,7 @@ pub struct SegmentBlob {
 pub struct SegmentBuilder {
     raw: Vec<u8>,
     count: u32,
+    sealed: bool,
 }
 
 impl SegmentBuilder {
@@ -88,11 +93,24 @@ impl SegmentBuilder {
         Ok(())
     }
 
+    /// Appends one message whose payload is already sealed ([`crate::segment::seal`]):
+    /// the frame carries flag 4 so that readers open it before rendering.
+    pub fn push_sealed(&mut self, frame: &NewFrame<'_>) -> Result<(), FrameError> {
+        let start = self.raw.len();
+        frame.encode(&mut self.raw)?;
+        // The flags byte follows the 4-byte length prefix.
+        self.raw[start + 4] |= FLAG_ENCRYPTED;
+        self.count += 1;
+        self.sealed = true;
+        Ok(())
+    }
+
     /// Appends a stored frame exactly as it was stored (flags included): used when a
     /// segment is rewritten around one changed frame.
     pub fn push_stored(&mut self, frame: &StoredFrame<'_>) {
         self.raw.extend_from_slice(frame.raw);
         self.count += 1;
+        self.sealed |= frame.flags & FLAG_ENCRYPTED != 0;
     }
 
     /// Number of frames so far.
@@ -111,7 +129,11 @@ impl SegmentBuilder {
         let bytes = zstd::bulk::compress(&self.raw, level).map_err(BlobError::Zstd)?;
         Ok(SegmentBlob {
             count: self.count,
-            codec: Codec::Zstd,
+            codec: if self.sealed {
+                Codec::SealedZstd
+            } else {
+                Codec::Zstd
+            },
             bytes,
         })
     }
@@ -121,7 +143,7 @@ impl SegmentBuilder {
 pub fn open_blob(codec: Codec, bytes: &[u8]) -> Result<Cow<'_, [u8]>, BlobError> {
     match codec {
         Codec::Raw => Ok(Cow::Borrowed(bytes)),
-        Codec::Zstd => {
+        Codec::Zstd | Codec::SealedZstd => {
             let size = zstd::zstd_safe::get_frame_content_size(bytes)
                 .ok()
                 .flatten()

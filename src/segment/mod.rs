@@ -7,6 +7,8 @@
 
 pub mod blob;
 pub mod frame;
+pub mod seal;
 
 pub use blob::{open_blob, slice_frames, BlobError, Codec, SegmentBlob, SegmentBuilder};
 pub use frame::{FrameError, FrameIter, NewFrame, StoredFrame};
+pub use seal::{PayloadKey, SealError};

@@ -5,11 +5,23 @@
 
 use std::io::Write;
 
+use super::echo::Echo;
 use crate::log::pop::Delivery;
-use crate::segment::{open_blob, slice_frames, BlobError, Codec};
+use crate::segment::frame::FLAG_ENCRYPTED;
+use crate::segment::{open_blob, slice_frames, Codec, PayloadKey, SealError};
 
-/// Renders a delivery as the contract's JSON object.
-pub fn json_answer(delivery: &Delivery, group: &str) -> Result<Vec<u8>, BlobError> {
+/// Why a delivery could not be rendered: a stored segment that does not read back, or an
+/// encrypted payload this node cannot open.
+pub type RenderError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Renders a delivery as the contract's JSON object, with the echoes the request asked for.
+/// Encrypted payloads (frame flag 4) are opened with `key` first.
+pub fn json_answer(
+    delivery: &Delivery,
+    group: &str,
+    echo: &Echo,
+    key: Option<&PayloadKey>,
+) -> Result<Vec<u8>, RenderError> {
     let first = delivery
         .slices
         .first()
@@ -44,11 +56,9 @@ pub fn json_answer(delivery: &Delivery, group: &str) -> Result<Vec<u8>, BlobErro
     string(&mut out, &delivery.lease_id);
     out.extend_from_slice(b",\"consumerGroup\":");
     string(&mut out, group);
-    write!(
-        out,
-        ",\"partitionsClaimed\":{partitions_claimed},\"messages\":["
-    )
-    .expect("vec write");
+    write!(out, ",\"partitionsClaimed\":{partitions_claimed}").expect("vec write");
+    echo.write_keys(&mut out);
+    out.extend_from_slice(b",\"messages\":[");
 
     let mut first_message = true;
     for slice in &delivery.slices {
@@ -80,10 +90,18 @@ pub fn json_answer(delivery: &Delivery, group: &str) -> Result<Vec<u8>, BlobErro
             out.extend_from_slice(b",\"consumerGroup\":");
             string(&mut out, group);
             out.extend_from_slice(b",\"data\":");
-            if frame.payload.is_empty() {
+            let opened;
+            let payload = if frame.flags & FLAG_ENCRYPTED != 0 {
+                let key = key.ok_or(SealError::Unopenable)?;
+                opened = key.open(&frame.message_id, frame.payload)?;
+                opened.as_slice()
+            } else {
+                frame.payload
+            };
+            if payload.is_empty() {
                 out.extend_from_slice(b"null");
             } else {
-                out.extend_from_slice(frame.payload);
+                out.extend_from_slice(payload);
             }
             match frame.trace_id {
                 Some(t) => write!(out, ",\"traceId\":\"{t}\"").expect("vec write"),

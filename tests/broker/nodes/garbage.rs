@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::cluster::{Options, TestCluster};
-use super::{cross_node_wakes, first_contact, wait_mesh_connected, MESH_WAKE_P99};
+use super::{cross_node_wakes, first_contact, wait_mesh_connected, MESH_WAKE_AFTER_FAULT};
 use crate::support::eventually;
 use crate::support::fixtures::TIMING;
 
@@ -72,13 +72,13 @@ async fn garbage_on_the_mesh_port_is_dropped_and_counted_and_does_not_disturb_th
         "garbage",
         20,
         Duration::from_secs(5),
-        Some(MESH_WAKE_P99),
+        Some(MESH_WAKE_AFTER_FAULT),
     )
     .await;
     let (_, p99) = wakes.report("cross-node wake after garbage");
     assert_eq!(wakes.latencies.len(), 20, "the trials stopped early");
     assert!(
-        p99 < MESH_WAKE_P99,
+        p99 < MESH_WAKE_AFTER_FAULT,
         "after the garbage the cross-node wake p99 is {p99:?}: {:?}",
         wakes.latencies
     );

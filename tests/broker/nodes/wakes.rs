@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::cluster::{Options, TestCluster};
-use super::{cross_node_wakes, first_contact, wait_mesh_connected, MESH_WAKE_P99};
+use super::{
+    cross_node_wakes, first_contact, wait_mesh_connected, MESH_WAKE_AFTER_FAULT, MESH_WAKE_P99,
+};
 use crate::support::eventually;
 use crate::support::fixtures::TIMING;
 
@@ -17,8 +19,8 @@ const NO_RESEED_MS: &str = "60000";
 /// pop's next in-memory re-poll (backoff capped at `BACKOFF_MAX_MS`).
 const CUT_RESEED_MS: u64 = 500;
 const BACKOFF_MAX_MS: u64 = 500;
-/// Scheduling slack for three debug processes on two shared cores.
-const CUT_SLACK_MS: u64 = 500;
+/// Scheduling slack for debug processes on two cores shared with the rest of the suite.
+const CUT_SLACK_MS: u64 = 1500;
 
 /// A consumer parked on node B is woken by a push through node A within 50 ms at the p99
 /// over 200 trials, and gets exactly the pushed message each time.
@@ -67,6 +69,7 @@ async fn a_push_through_one_node_wakes_a_consumer_parked_on_another_within_50_ms
 /// the mesh, not anything else, is what makes cross-node wakes fast.
 #[actix_rt::test]
 async fn with_the_mesh_cut_a_push_through_another_node_arrives_only_within_the_reseed_floor() {
+    let _quiet = TIMING.lock().await;
     // Arrange
     let cluster = TestCluster::start(
         2,
@@ -130,7 +133,7 @@ async fn a_node_restarted_after_a_hard_kill_rejoins_the_mesh_and_is_woken_fast_a
         "rejoin",
         20,
         Duration::from_secs(5),
-        Some(MESH_WAKE_P99),
+        Some(MESH_WAKE_AFTER_FAULT),
     )
     .await;
 
@@ -143,8 +146,8 @@ async fn a_node_restarted_after_a_hard_kill_rejoins_the_mesh_and_is_woken_fast_a
     let (_, p99) = wakes.report("cross-node wake after restart");
     assert_eq!(wakes.latencies.len(), 20, "the trials stopped early");
     assert!(
-        p99 < MESH_WAKE_P99,
-        "after the restart the cross-node wake p99 is {p99:?} (bound {MESH_WAKE_P99:?}): {:?}",
+        p99 < MESH_WAKE_AFTER_FAULT,
+        "after the restart the cross-node wake p99 is {p99:?} (bound {MESH_WAKE_AFTER_FAULT:?}): {:?}",
         wakes.latencies
     );
 }

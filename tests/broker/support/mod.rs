@@ -6,6 +6,8 @@
 pub mod drain;
 pub mod fixtures;
 pub mod postgres;
+pub mod qpb1;
+pub mod qpf1;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

@@ -1,0 +1,95 @@
+//! A data transaction a caller owns: pushes, acks and lease fences applied together, all or
+//! nothing, with the wrapper of `queen.lease_require_v1`.
+//!
+//! It only runs statements; what the rows mean, and what to tell the actors after the
+//! commit, is decided by the callers in `log`.
+
+use tokio_postgres::{Statement, Transaction};
+
+use super::ack::{self, AckItem, AckVerdict};
+use super::push::{self, AppendOutcome, SegmentAppend};
+use super::{DbError, PgConn};
+
+const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($1)";
+
+/// An open transaction on a pooled connection, with the statements of the data path ready.
+/// Dropped without [`commit`](Self::commit), it rolls back (tokio-postgres sends the
+/// `ROLLBACK` before the connection's next statement).
+pub struct DataTransaction<'c> {
+    tx: Transaction<'c>,
+    push: Statement,
+    ack: Statement,
+    lease: Statement,
+}
+
+impl<'c> DataTransaction<'c> {
+    /// Prepares the statements (cached per connection) and opens the transaction.
+    pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
+        let push = push::statement(conn).await?;
+        let ack = ack::statement(conn).await?;
+        let lease = conn.statement("lease_require_v1", LEASE_REQUIRE).await?;
+        let tx = conn
+            .client()
+            .transaction()
+            .await
+            .map_err(|e| DbError::query("begin", e))?;
+        Ok(Self {
+            tx,
+            push,
+            ack,
+            lease,
+        })
+    }
+
+    /// Calls `queen.log_push_v1` (see [`push::PushTransaction::append`]).
+    pub async fn append(&self, append: &SegmentAppend<'_>) -> Result<AppendOutcome, DbError> {
+        push::append_in(&self.tx, &self.push, append).await
+    }
+
+    /// Calls `queen.log_ack_v1` for items of one (partition, group) under `lease` (empty:
+    /// the live lease); verdicts in item order.
+    pub async fn ack(
+        &self,
+        partition_id: i64,
+        group: &str,
+        lease: &str,
+        items: &[AckItem],
+    ) -> Result<Vec<AckVerdict>, DbError> {
+        ack::ack_in(&self.tx, &self.ack, partition_id, group, lease, items).await
+    }
+
+    /// Calls `queen.lease_require_v1`: locks every partition held under `leases` until this
+    /// transaction ends and answers the leases that are not live (none held, or expired).
+    pub async fn require_leases(&self, leases: &[String]) -> Result<Vec<String>, DbError> {
+        if leases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self
+            .tx
+            .query(&self.lease, &[&leases])
+            .await
+            .map_err(|e| DbError::query("lease_require_v1", e))?;
+        Ok(rows
+            .iter()
+            .filter(|row| !row.get::<_, bool>(1))
+            .map(|row| row.get(0))
+            .collect())
+    }
+
+    /// Commits everything done in the transaction.
+    pub async fn commit(self) -> Result<(), DbError> {
+        self.tx
+            .commit()
+            .await
+            .map_err(|e| DbError::query("commit", e))
+    }
+
+    /// Rolls everything back and waits for the server to confirm, so the connection goes
+    /// back to the pool outside any transaction.
+    pub async fn rollback(self) -> Result<(), DbError> {
+        self.tx
+            .rollback()
+            .await
+            .map_err(|e| DbError::query("rollback", e))
+    }
+}

@@ -1,0 +1,190 @@
+//! `POST /api/v1/transaction` with a JSON body: parse the bundle (400 for anything
+//! malformed, nothing changed), apply it all or nothing, and answer HTTP 200 with a JSON
+//! object, `success: false` included. The binary `QTB1` body is refused for now; its parser
+//! builds the same [`Bundle`] and calls the same [`apply`].
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use super::ack::{self, RawAck};
+use super::push::{self, RawItem};
+use super::{parse_json, read_body, ApiError, AppState};
+use crate::log::push::PushStatus;
+use crate::log::transaction::{apply, Bundle, BundleAck, BundleOutcome, OpResult, Operation};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBundle {
+    operations: Option<Box<RawValue>>,
+    required_leases: Option<Value>,
+    kv: Option<Value>,
+    timers: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct RawKind {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct RawPush {
+    items: Option<Vec<RawItem>>,
+}
+
+/// The handler.
+pub async fn transaction(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
+    if body.starts_with(b"QTB1") {
+        return Err(ApiError::bad_request(
+            "binary transaction bodies are not supported by this broker yet; send JSON",
+        ));
+    }
+    let bundle = parse(&body)?;
+    let outcome = apply(
+        &state.broker,
+        &state.tenant(&req),
+        &bundle,
+        state.broker.config.push.zstd_level,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(render(&outcome)))
+}
+
+/// Parses a JSON transaction body into a [`Bundle`]; every error is a 400 naming the field.
+fn parse(body: &[u8]) -> Result<Bundle, ApiError> {
+    let raw: RawBundle = parse_json(body)?;
+    let operations = raw
+        .operations
+        .ok_or_else(|| ApiError::bad_request("operations is required"))?;
+    let operations: Vec<Box<RawValue>> = serde_json::from_str(operations.get())
+        .map_err(|_| ApiError::bad_request("operations must be an array"))?;
+    let operations = operations
+        .iter()
+        .enumerate()
+        .map(|(i, op)| operation(i, op))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Bundle {
+        operations,
+        required_leases: leases(raw.required_leases)?,
+        rider_ops: rider_len("kv", raw.kv)? + rider_len("timers", raw.timers)?,
+    })
+}
+
+fn operation(i: usize, op: &RawValue) -> Result<Operation, ApiError> {
+    let at = |e: String| ApiError::bad_request(format!("operations[{i}]{e}"));
+    let kind: RawKind =
+        serde_json::from_str(op.get()).map_err(|_| at(" must be an object".to_owned()))?;
+    match kind.kind {
+        Some(Value::String(k)) if k == "push" => {
+            let raw: RawPush =
+                serde_json::from_str(op.get()).map_err(|e| at(format!(".items: {e}")))?;
+            let items = raw
+                .items
+                .ok_or_else(|| at(".items is required".to_owned()))?
+                .into_iter()
+                .enumerate()
+                .map(|(k, item)| push::validate(k, item))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| prefixed(e, &format!("operations[{i}].")))?;
+            Ok(Operation::Push(items))
+        }
+        Some(Value::String(k)) if k == "ack" => {
+            let raw: RawAck = serde_json::from_str(op.get()).map_err(|e| at(format!(": {e}")))?;
+            let group = ack::group_of(raw.consumer_group.as_ref())
+                .map_err(|e| prefixed(e, &format!("operations[{i}].")))?;
+            let ack = ack::validate(raw, &format!("operations[{i}]."))?;
+            Ok(Operation::Ack(BundleAck { group, ack }))
+        }
+        _ => Err(at(".type must be \"push\" or \"ack\"".to_owned())),
+    }
+}
+
+fn prefixed(error: ApiError, prefix: &str) -> ApiError {
+    match error {
+        ApiError::BadRequest(text) => ApiError::BadRequest(format!("{prefix}{text}")),
+        other => other,
+    }
+}
+
+fn leases(value: Option<Value>) -> Result<Vec<String>, ApiError> {
+    let bad = || ApiError::bad_request("requiredLeases must be an array of strings");
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(list)) => list
+            .into_iter()
+            .map(|l| match l {
+                Value::String(s) => Ok(s),
+                _ => Err(bad()),
+            })
+            .collect(),
+        Some(_) => Err(bad()),
+    }
+}
+
+fn rider_len(name: &str, value: Option<Value>) -> Result<usize, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Array(ops)) => Ok(ops.len()),
+        Some(_) => Err(ApiError::bad_request(format!("{name} must be an array"))),
+    }
+}
+
+fn render(outcome: &BundleOutcome) -> Value {
+    match outcome {
+        BundleOutcome::Committed {
+            transaction_id,
+            results,
+        } => json!({
+            "success": true,
+            "transactionId": transaction_id,
+            "results": results.iter().enumerate().map(|(i, r)| result(i, r)).collect::<Vec<_>>(),
+        }),
+        BundleOutcome::RolledBack {
+            transaction_id,
+            error,
+            failed_index,
+        } => json!({
+            "success": false,
+            "transactionId": transaction_id,
+            "error": error,
+            "failedIndex": failed_index,
+        }),
+    }
+}
+
+fn result(index: usize, r: &OpResult) -> Value {
+    match r {
+        OpResult::Pushed(o) => json!({
+            "index": index,
+            "type": "push",
+            "success": true,
+            "status": match o.status {
+                PushStatus::Queued => "queued",
+                PushStatus::Duplicate => "duplicate",
+            },
+            "transactionId": o.transaction_id,
+            "messageId": o.message_id,
+            "partitionId": o.partition_id.to_string(),
+            "offset": o.offset,
+            "error": Value::Null,
+        }),
+        OpResult::Acked { ack, verdict } => json!({
+            "index": index,
+            "type": "ack",
+            "success": verdict.success,
+            "status": ack.status,
+            "transactionId": ack.transaction_id,
+            "partitionId": ack.partition_id.to_string(),
+            "error": verdict.error,
+            "leaseReleased": verdict.lease_released,
+            "dlq": verdict.dlq,
+        }),
+    }
+}

@@ -1,0 +1,311 @@
+//! Transaction bundles: pushes and acks applied in the caller's order in one PostgreSQL
+//! transaction, all or nothing, behind the `requiredLeases` fence.
+//!
+//! The bundle arrives parsed (from the JSON body today, from the binary `QTB1` body later),
+//! so this file owns only the meaning: lease borrowing, the flat result index space, what
+//! rolls a bundle back, and telling the actors after the commit. Push and ack semantics are
+//! exactly [`push::stage`] and [`ack::stage`], the same code `/api/v1/push` and
+//! `/api/v1/ack` run.
+
+use tracing::{debug, instrument, warn};
+use uuid::Uuid;
+
+use crate::broker::Broker;
+use crate::db::ack::AckVerdict;
+use crate::db::transaction::DataTransaction;
+use crate::db::{DbError, PgConn};
+use crate::domain::{ConsumerGroup, Tenant};
+use crate::log::ack::{self, Ack};
+use crate::log::push::{self, PreparedPush, PushError, PushItem, PushOutcome};
+
+mod plan;
+
+use plan::{Plan, Step};
+
+/// The answer text of a bundle carrying `kv` or `timers` riders (tier 3, not implemented).
+pub const RIDERS_UNSUPPORTED: &str = "kv and timers are not supported by this broker";
+
+/// Whole attempts of a bundle that met a deadlock or serialisation failure. Everything is
+/// rolled back before the next attempt, so a retry cannot apply anything twice; three
+/// covers the crossing lock orders two bundles can take without hiding a real problem.
+const MAX_ATTEMPTS: usize = 3;
+
+/// One operation of a bundle, in the caller's order.
+#[derive(Debug, Clone)]
+pub enum Operation {
+    /// Items to store; each takes one slot of the flat result index space.
+    Push(Vec<PushItem>),
+    /// One acknowledgement; one slot.
+    Ack(BundleAck),
+}
+
+/// An acknowledgement inside a bundle: `/api/v1/ack`'s fields plus its own consumer group.
+#[derive(Debug, Clone)]
+pub struct BundleAck {
+    /// The consumer group (queue mode when the client sent none).
+    pub group: ConsumerGroup,
+    /// The ack; an empty `lease_id` means the client sent none (see [`Bundle`]).
+    pub ack: Ack,
+}
+
+/// A parsed transaction bundle.
+#[derive(Debug, Clone, Default)]
+pub struct Bundle {
+    /// Pushes and acks, in the caller's order.
+    pub operations: Vec<Operation>,
+    /// Leases that must be live at commit time. When exactly one (distinct) lease is named,
+    /// acks without a lease of their own are fenced by it.
+    pub required_leases: Vec<String>,
+    /// Ops of the `kv` and `timers` riders: the bundle is refused whole when non-zero.
+    pub rider_ops: usize,
+}
+
+/// The result of one slot of the flat index space.
+#[derive(Debug, Clone)]
+pub enum OpResult {
+    /// A pushed item: queued or duplicate, exactly as `/api/v1/push` answers it.
+    Pushed(PushOutcome),
+    /// An applied ack, with the lease it was fenced by.
+    Acked {
+        /// The ack as applied (its `lease_id` possibly borrowed).
+        ack: Ack,
+        /// What `queen.log_ack_v1` said.
+        verdict: AckVerdict,
+    },
+}
+
+/// How a bundle ended.
+#[derive(Debug, Clone)]
+pub enum BundleOutcome {
+    /// Everything was applied and committed.
+    Committed {
+        /// The bundle's id.
+        transaction_id: Uuid,
+        /// One result per pushed item and per ack, in operation order.
+        results: Vec<OpResult>,
+    },
+    /// Nothing was applied.
+    RolledBack {
+        /// The bundle's id.
+        transaction_id: Uuid,
+        /// What failed, for the client.
+        error: String,
+        /// The flat index of the failing slot, when one slot is to blame.
+        failed_index: Option<usize>,
+    },
+}
+
+/// Why a bundle could not be decided (as opposed to a refused operation, which is a
+/// [`BundleOutcome::RolledBack`]). Nothing was applied.
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionError {
+    /// The database failed; everything rolled back.
+    #[error("transaction could not be applied")]
+    Db(#[from] DbError),
+    /// A push could not be built (a segment not compressed, an encrypted queue without a
+    /// key on this node).
+    #[error("push could not be built")]
+    Push(#[source] PushError),
+}
+
+impl From<PushError> for TransactionError {
+    fn from(e: PushError) -> Self {
+        match e {
+            PushError::Db(db) => TransactionError::Db(db),
+            other => TransactionError::Push(other),
+        }
+    }
+}
+
+/// Applies `bundle` in one PostgreSQL transaction: the lease fence first (it locks the
+/// leased partitions until the end), then every operation in order. The first refused
+/// operation rolls everything back. After the commit, and only then, the group actors and
+/// the peers hear about the pushes and the released leases.
+#[instrument(skip_all, fields(batch_size = bundle.operations.len()))]
+pub async fn apply(
+    broker: &Broker,
+    tenant: &Tenant,
+    bundle: &Bundle,
+    zstd_level: i32,
+) -> Result<BundleOutcome, TransactionError> {
+    let transaction_id = Uuid::now_v7();
+    let plan = Plan::new(bundle);
+    if bundle.rider_ops > 0 {
+        return Ok(BundleOutcome::RolledBack {
+            transaction_id,
+            error: RIDERS_UNSUPPORTED.to_owned(),
+            failed_index: Some(plan.slots),
+        });
+    }
+    if bundle.operations.is_empty() && plan.leases.is_empty() {
+        return Ok(BundleOutcome::Committed {
+            transaction_id,
+            results: Vec::new(),
+        });
+    }
+
+    // Ids and sealed payloads, before any connection is held (sealing may read queue
+    // options on a connection of its own); one per step, `None` for ack steps.
+    let mut prepared: Vec<Option<PreparedPush>> = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        prepared.push(match step {
+            Step::Push { items, .. } => {
+                Some(push::prepare(broker, tenant, items, Vec::new()).await?)
+            }
+            Step::Acks { .. } => None,
+        });
+    }
+
+    let mut attempt = 1;
+    let verdict = loop {
+        let mut conn = broker.db.conn().await?;
+        match run(&mut conn, tenant, &plan, &prepared, zstd_level).await {
+            Err(TransactionError::Db(error)) => {
+                let error = conn.note(error);
+                if error.is_retryable() && attempt < MAX_ATTEMPTS {
+                    debug!(error = %error, attempt, "transaction bundle retried");
+                    attempt += 1;
+                    continue;
+                }
+                return Err(error.into());
+            }
+            other => break other?,
+        }
+    };
+
+    Ok(match verdict {
+        Verdict::Commit(results) => {
+            announce(broker, tenant, &plan, &results);
+            BundleOutcome::Committed {
+                transaction_id,
+                results,
+            }
+        }
+        Verdict::Rollback {
+            error,
+            failed_index,
+        } => {
+            debug!(error = %error, failed_index, "transaction bundle rolled back");
+            BundleOutcome::RolledBack {
+                transaction_id,
+                error,
+                failed_index,
+            }
+        }
+    })
+}
+
+enum Verdict {
+    Commit(Vec<OpResult>),
+    Rollback {
+        error: String,
+        failed_index: Option<usize>,
+    },
+}
+
+/// One attempt: opens the transaction, applies the plan and commits or rolls back. Every
+/// path ends the transaction explicitly, so the connection goes back to the pool idle.
+async fn run(
+    conn: &mut PgConn,
+    tenant: &Tenant,
+    plan: &Plan,
+    prepared: &[Option<PreparedPush>],
+    zstd_level: i32,
+) -> Result<Verdict, TransactionError> {
+    let tx = DataTransaction::begin(conn).await?;
+    match apply_plan(&tx, tenant, plan, prepared, zstd_level).await {
+        Ok(Verdict::Commit(results)) => {
+            tx.commit().await?;
+            Ok(Verdict::Commit(results))
+        }
+        Ok(rollback) => {
+            tx.rollback().await?;
+            Ok(rollback)
+        }
+        Err(error) => {
+            if let Err(rollback) = tx.rollback().await {
+                warn!(error = %rollback, "transaction bundle rollback failed");
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn apply_plan(
+    tx: &DataTransaction<'_>,
+    tenant: &Tenant,
+    plan: &Plan,
+    prepared: &[Option<PreparedPush>],
+    zstd_level: i32,
+) -> Result<Verdict, TransactionError> {
+    if let Some(lost) = tx.require_leases(&plan.leases).await?.first() {
+        return Ok(Verdict::Rollback {
+            error: format!("Invalid or expired lease: required lease {lost} is not live"),
+            failed_index: plan.first_slot_of(lost),
+        });
+    }
+    let mut results = Vec::with_capacity(plan.slots);
+    for (step, prepared) in plan.steps.iter().zip(prepared) {
+        match step {
+            Step::Push { first, items } => {
+                let prepared = prepared.as_ref().expect("every push step was prepared");
+                match push::stage(tx, tenant, items, prepared, zstd_level).await {
+                    Ok(outcomes) => results.extend(outcomes.into_iter().map(OpResult::Pushed)),
+                    Err(e @ PushError::Frame { index, .. }) => {
+                        return Ok(Verdict::Rollback {
+                            error: e.to_string(),
+                            failed_index: Some(first + index),
+                        })
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Step::Acks { first, group, acks } => {
+                let verdicts = ack::stage(tx, group, acks).await?;
+                if let Some(k) = verdicts.iter().position(|v| !v.success) {
+                    let reason = verdicts[k].error.as_deref().unwrap_or("ack refused");
+                    return Ok(Verdict::Rollback {
+                        error: reason.to_owned(),
+                        failed_index: Some(first + k),
+                    });
+                }
+                results.extend(
+                    acks.iter()
+                        .cloned()
+                        .zip(verdicts)
+                        .map(|(ack, verdict)| OpResult::Acked { ack, verdict }),
+                );
+            }
+        }
+    }
+    Ok(Verdict::Commit(results))
+}
+
+/// After the commit: pushes to the group actors and the mesh, released leases to the
+/// group actors (ack-promotes), exactly as the plain routes announce them.
+fn announce(broker: &Broker, tenant: &Tenant, plan: &Plan, results: &[OpResult]) {
+    for step in &plan.steps {
+        match step {
+            Step::Push { first, items } => {
+                let outcomes: Vec<PushOutcome> = results[*first..first + items.len()]
+                    .iter()
+                    .filter_map(|r| match r {
+                        OpResult::Pushed(o) => Some(o.clone()),
+                        OpResult::Acked { .. } => None,
+                    })
+                    .collect();
+                push::announce(broker, tenant, items, &outcomes);
+            }
+            Step::Acks { first, group, acks } => {
+                let verdicts: Vec<AckVerdict> = results[*first..first + acks.len()]
+                    .iter()
+                    .filter_map(|r| match r {
+                        OpResult::Acked { verdict, .. } => Some(verdict.clone()),
+                        OpResult::Pushed(_) => None,
+                    })
+                    .collect();
+                ack::announce(broker, tenant, group, acks, &verdicts);
+            }
+        }
+    }
+}
