@@ -146,3 +146,56 @@ async fn retrying_an_unknown_message_is_not_found_and_a_bad_id_is_a_bad_request(
         1
     );
 }
+
+/// On an encrypted queue the DLQ shows the opened payload, and a retry stores it sealed
+/// again (for its new message id) and delivers it as pushed.
+#[actix_rt::test]
+async fn an_encrypted_dead_letter_lists_opened_and_retries_sealed() {
+    // Arrange
+    let key = (
+        "QUEEN_ENCRYPTION_KEY",
+        "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    );
+    let b = TestBroker::start_with(&[key]).await;
+    configure(&b, "dlq-vault", json!({ "encryptionEnabled": true })).await;
+    let dead = dead_letter_one(&b, "dlq-vault").await;
+    let (_, listed) = b.get("/api/v1/dlq?queue=dlq-vault").await;
+    assert_eq!(
+        listed["messages"][0]["data"],
+        json!({"dead": true}),
+        "{listed}"
+    );
+
+    // Act
+    let (status, body) = b
+        .post_raw(
+            &format!(
+                "/api/v1/messages/{}/{}/retry",
+                dead["partitionId"].as_str().unwrap(),
+                dead["transactionId"].as_str().unwrap()
+            ),
+            "application/json",
+            Vec::new(),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let rows = b
+        .sql()
+        .await
+        .query("SELECT codec, blob FROM queen.log_segments", &[])
+        .await
+        .unwrap();
+    for row in rows {
+        let blob: Vec<u8> = row.get(1);
+        let raw = zstd::decode_all(blob.as_slice()).unwrap();
+        assert!(
+            !raw.windows(4).any(|w| w == b"dead"),
+            "plaintext stored (codec {})",
+            row.get::<_, i16>(0)
+        );
+    }
+    let back = b.pop_messages("/api/v1/pop/queue/dlq-vault?batch=10").await;
+    assert_eq!(payloads(&back), vec![json!({"dead": true})]);
+}

@@ -2,7 +2,8 @@
 //!
 //! Dead letters keep a copy of the segment that held the message; the payload is read out
 //! of it here, in Rust. A retry appends the message again to its partition as a new message
-//! (new message id, same transaction id, payload and trace id), removes its dead letters,
+//! (new message id, same transaction id, payload and trace id; a sealed payload is sealed
+//! again for the new id), removes its dead letters,
 //! and wakes the queue's consumers like a push.
 
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -17,7 +18,7 @@ use crate::db::admin::dlq as db;
 use crate::domain::{PartitionName, QueueName};
 use crate::http::query::Query;
 use crate::http::{ApiError, AppState};
-use crate::segment::{NewFrame, SegmentBuilder};
+use crate::segment::{NewFrame, PayloadKey, SegmentBuilder};
 
 /// Default page size (the client's default).
 const DEFAULT_LIMIT: u64 = 100;
@@ -55,12 +56,16 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     let mut conn = state.broker.db.conn().await?;
     let (letters, total) = db::list(&mut conn, tenant.as_str(), &filter, limit, offset).await?;
     drop(conn);
-    let messages = letters.iter().map(render).collect::<Result<Vec<_>, _>>()?;
+    let key = state.broker.config.push.payload_key.as_ref();
+    let messages = letters
+        .iter()
+        .map(|d| render(d, key))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(HttpResponse::Ok().json(json!({ "messages": messages, "total": total })))
 }
 
-fn render(d: &db::DeadLetter) -> Result<Value, ApiError> {
-    let m = frame_at(d.codec, &d.blob, d.offset - d.segment_base)?;
+fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiError> {
+    let m = frame_at(d.codec, &d.blob, d.offset - d.segment_base, key)?;
     Ok(json!({
         "id": m.message_id.to_string(),
         "transactionId": d.transaction_id,
@@ -96,31 +101,38 @@ pub async fn retry(
     let mut conn = state.broker.db.conn().await?;
     let letters = db::find(&mut conn, tenant.as_str(), pid, txn).await?;
     let letter = letters.first().ok_or_else(not_found)?;
+    let key = state.broker.config.push.payload_key.as_ref();
     let stored = frame_at(
         letter.codec,
         &letter.blob,
         letter.offset - letter.segment_base,
+        key,
     )?;
-    if stored.encrypted {
-        // A new frame cannot carry the encryption flag yet; refuse rather than store
-        // ciphertext as if it were JSON.
-        return Err(ApiError::bad_request(
-            "an encrypted message cannot be retried by this broker",
-        ));
-    }
     let message_id = Uuid::now_v7();
-    // The stored bytes, not a re-serialisation: the retried message is the same document.
-    let payload = stored.payload_bytes;
     let mut segment = SegmentBuilder::new();
-    segment
-        .push(&NewFrame {
-            message_id,
-            trace_id: stored.trace_id,
-            transaction_id: txn,
-            producer: stored.producer.as_deref(),
-            payload: &payload,
-        })
-        .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
+    let framing = |e| ApiError::Corrupt(Box::new(e));
+    match key.filter(|_| stored.encrypted) {
+        // A sealed payload is bound to its message id: seal it again for the new one.
+        Some(key) => segment
+            .push_sealed(&NewFrame {
+                message_id,
+                trace_id: stored.trace_id,
+                transaction_id: txn,
+                producer: stored.producer.as_deref(),
+                payload: &key.seal(&message_id, &stored.payload_bytes),
+            })
+            .map_err(framing)?,
+        // The pushed bytes, not a re-serialisation: the retried message is the same document.
+        None => segment
+            .push(&NewFrame {
+                message_id,
+                trace_id: stored.trace_id,
+                transaction_id: txn,
+                producer: stored.producer.as_deref(),
+                payload: &stored.payload_bytes,
+            })
+            .map_err(framing)?,
+    }
     let blob = segment
         .finish(REQUEUE_ZSTD_LEVEL)
         .map_err(|e| ApiError::Corrupt(Box::new(e)))?;

@@ -128,7 +128,8 @@ pub async fn detail(
     let found = db::get(&mut conn, tenant.as_str(), pid, txn).await?;
     drop(conn);
     let m = found.ok_or_else(|| ApiError::NotFound("Message not found".into()))?;
-    let frame = frame_at(m.codec, &m.blob, m.offset - m.segment_base)?;
+    let key = state.broker.config.push.payload_key.as_ref();
+    let frame = frame_at(m.codec, &m.blob, m.offset - m.segment_base, key)?;
     Ok(HttpResponse::Ok().json(json!({
         "id": frame.message_id.to_string(),
         "transactionId": txn,
