@@ -1,7 +1,8 @@
-//! `POST /api/v1/transaction` with a JSON body: parse the bundle (400 for anything
-//! malformed, nothing changed), apply it all or nothing, and answer HTTP 200 with a JSON
-//! object, `success: false` included. The binary `QTB1` body is refused for now; its parser
-//! builds the same [`Bundle`] and calls the same [`apply`].
+//! `POST /api/v1/transaction` with a JSON or a binary `QTB1` body: parse the bundle (400 for
+//! anything malformed, nothing changed), apply it all or nothing, and answer HTTP 200 with a
+//! JSON object, `success: false` included. A `QTB1` body becomes the same [`Bundle`]: its
+//! head's operations first, then one push of every message of its groups, which is the
+//! result order the contract gives for it (§2.12).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -9,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::ack::{self, RawAck};
+use super::binary::qtb1;
 use super::push::{self, RawItem};
 use super::{parse_json, read_body, ApiError, AppState};
 use crate::log::push::PushStatus;
@@ -40,13 +42,13 @@ pub async fn transaction(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
-    if body.starts_with(b"QTB1") {
-        return Err(ApiError::bad_request(
-            "binary transaction bodies are not supported by this broker yet; send JSON",
-        ));
-    }
-    let bundle = parse(&body)?;
+    let limit = state.broker.config.http.max_body_bytes;
+    let body = read_body(payload, limit).await?;
+    let (bundle, counts_only) = if body.starts_with(qtb1::MAGIC) {
+        parse_binary(&body, limit)?
+    } else {
+        (parse(&body)?, false)
+    };
     let outcome = apply(
         &state.broker,
         &state.tenant(&req),
@@ -54,7 +56,70 @@ pub async fn transaction(
         state.broker.config.push.zstd_level,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(render(&outcome)))
+    let mut answer = render(&outcome);
+    if counts_only {
+        counts(&mut answer);
+    }
+    Ok(HttpResponse::Ok().json(answer))
+}
+
+/// Parses a `QTB1` body: the JSON head (may be empty) and the pushes of its groups. The
+/// client's compressed groups are re-framed by the bundle's push (a transaction appends
+/// through the same staged push as JSON items), so their bytes are not kept as sent.
+fn parse_binary(body: &[u8], limit: usize) -> Result<(Bundle, bool), ApiError> {
+    let decoded = qtb1::decode(body, limit).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut bundle = if decoded.head.is_empty() {
+        Bundle {
+            operations: Vec::new(),
+            required_leases: Vec::new(),
+            rider_ops: 0,
+        }
+    } else {
+        parse_head(decoded.head)?
+    };
+    if !decoded.push.items.is_empty() {
+        bundle.operations.push(Operation::Push(decoded.push.items));
+    }
+    Ok((bundle, decoded.counts_only))
+}
+
+/// The head of a `QTB1` body: a transaction body whose operations (possibly absent) hold
+/// no push.
+fn parse_head(head: &[u8]) -> Result<Bundle, ApiError> {
+    let mut value: Value = parse_json(head)?;
+    if let Value::Object(fields) = &mut value {
+        fields
+            .entry("operations")
+            .or_insert_with(|| Value::Array(Vec::new()));
+    }
+    let bytes = serde_json::to_vec(&value).expect("a parsed JSON value serialises");
+    parse(&bytes).map_err(|e| prefixed(e, "QTB1 head: "))
+}
+
+/// Flag 2 of `QTB1`: totals for pushes and acks in place of their per-operation results.
+fn counts(answer: &mut Value) {
+    let Some(results) = answer.get("results").and_then(Value::as_array) else {
+        return;
+    };
+    let count = |kind: &str, status: Option<&str>| {
+        results
+            .iter()
+            .filter(|r| r["type"] == kind)
+            .filter(|r| status.map_or(true, |s| r["status"] == s))
+            .filter(|r| kind != "ack" || r["success"] == true)
+            .count()
+    };
+    let totals = json!({
+        "pushed": count("push", Some("queued")),
+        "duplicate": count("push", Some("duplicate")),
+        "acked": count("ack", None),
+    });
+    if let Value::Object(fields) = answer {
+        fields.remove("results");
+        for (k, v) in totals.as_object().expect("an object").clone() {
+            fields.insert(k, v);
+        }
+    }
 }
 
 /// Parses a JSON transaction body into a [`Bundle`]; every error is a 400 naming the field.

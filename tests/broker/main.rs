@@ -14,6 +14,7 @@ mod binary;
 mod binary_pop;
 mod binary_push;
 mod cluster_script;
+mod compat_python;
 mod concurrency;
 mod encryption;
 mod failures;

@@ -14,6 +14,7 @@ use crate::support::fixtures::{
 };
 use crate::support::{payloads, TestBroker};
 
+mod binary;
 mod bodies;
 mod concurrency;
 

@@ -56,7 +56,7 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
     if flags & !KNOWN_FLAGS != 0 {
         return Err(BinaryError::UnknownFlags(flags));
     }
-    let mut budget = Budget { left: limit, limit };
+    let mut budget = Budget::new(limit);
     // Positions in errors count in the body, or in the decompressed body under flag 1.
     let base = if flags & FLAG_ZSTD != 0 {
         0
@@ -89,6 +89,19 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
         prebuilt: Vec::new(),
     };
     let mut r = Reader::at(&inner, base);
+    decode_groups(&mut r, flags, &mut budget, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes a body's `u32 groups` and the groups after it (the layout `flags` selects), up
+/// to the end of the body, which must be the end of the last group. `QTB1` reuses it with
+/// flag 8 for its pushes.
+pub(crate) fn decode_groups(
+    r: &mut Reader<'_>,
+    flags: u8,
+    budget: &mut Budget,
+    out: &mut BinaryPush,
+) -> Result<(), BinaryError> {
     let groups = r.u32("groups")?;
     for group in 0..groups as usize {
         let queue = r.str16("queue")?;
@@ -97,7 +110,7 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
         let n = r.u32("n")?;
         if flags & FLAG_FRAMES != 0 {
             let z = r.bytes32("z_len")?;
-            frames_group(&mut out, &mut budget, group, (queue, partition), n, z)?;
+            frames_group(out, budget, group, (queue, partition), n, z)?;
         } else {
             for index in 0..n as usize {
                 let txn = if flags & FLAG_TXN != 0 {
@@ -125,13 +138,20 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
             extra: r.remaining(),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Decompressed bytes still allowed in this body.
-struct Budget {
+pub(crate) struct Budget {
     left: usize,
     limit: usize,
+}
+
+impl Budget {
+    /// A budget of `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
+        Budget { left: limit, limit }
+    }
 }
 
 impl Budget {
