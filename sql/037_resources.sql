@@ -13,8 +13,9 @@
 -- queen.queue_depth_v1(p_tenant, p_queue, p_group) -> jsonb {queue, group, pending,
 --   partitionsPending, conflation (false), effectivePending, partitions: [{partition,
 --   pending}]}, or NULL for an unknown queue. With p_group: last_offset minus that group's
---   cursor (-1 where it has none). Without: the worst cursor of any group (the one furthest
---   behind), every message when no group has a cursor.
+--   cursor (-1 where it has none). Without: the worst cursor (the one furthest behind) of
+--   queue mode and every group; queue mode counts from -1 where it never popped, so a
+--   partition only bus groups consumed still counts its messages as pending.
 -- queen.resources_partitions_v1(p_tenant, p_queue, p_limit, p_offset) -> jsonb
 --   {partitions: [{id, queue, name, lastOffset, lastWriteAt, createdAt, messages,
 --   consumers: [{consumerGroup, committed, lag, leaseActive}]}], total} (decision 9.6).
@@ -113,8 +114,12 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
                    CASE WHEN p_group IS NOT NULL THEN
                             (SELECT c.committed FROM queen.log_consumers c
                              WHERE c.partition_id = p.id AND c.consumer_group = p_group)
-                        ELSE (SELECT min(c.committed) FROM queen.log_consumers c
-                              WHERE c.partition_id = p.id) END, -1), 0) AS pending
+                        ELSE least(
+                            coalesce((SELECT c.committed FROM queen.log_consumers c
+                                      WHERE c.partition_id = p.id
+                                        AND c.consumer_group = '__QUEUE_MODE__'), -1),
+                            (SELECT min(c.committed) FROM queen.log_consumers c
+                             WHERE c.partition_id = p.id)) END, -1), 0) AS pending
         FROM queen.log_partitions p JOIN q ON p.queue_id = q.id
     )
     SELECT jsonb_build_object(

@@ -4,7 +4,8 @@
 //! Message counts are relative to the queue-mode cursor (see `sql/036_resource_stats.sql`):
 //! `total` is every message ever appended, `pending` what a queue-mode consumer has not
 //! received, `processing` what sits in a live queue-mode lease. The depth endpoint counts
-//! against a named group's cursor, or the cursor furthest behind when no group is named.
+//! against a named group's cursor, or, when no group is named, the cursor furthest behind
+//! among queue mode (from -1 where it never popped) and every group.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;
