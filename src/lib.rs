@@ -12,7 +12,9 @@
 //!   ring, revisit wheel and wake gate; the registry that finds them.
 //! - [`log`]: the partition log's operations as handlers use them: push, pop (planned by
 //!   the group actor, with the long-poll backoff), ack.
-//! - [`http`]: routes, bodies, and the one place that maps errors to answers.
+//! - [`http`]: routes, bodies, and the one place that maps errors to answers; `http::admin`
+//!   holds the tier 2 admin endpoints (groups, DLQ, messages, resources, status, traces),
+//!   whose SQL wrappers are in `db::admin`.
 //! - [`broker`]: the shared parts handed to handlers; [`limiter`]: the Vegas limit around
 //!   database work; [`metrics`]: counters; [`maintenance`]: the cluster-wide pop switch.
 //! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config

@@ -2,11 +2,12 @@
 //!
 //! It owns the connection pool ([`pool`]), the embedded PostgreSQL launcher ([`embedded`]),
 //! the schema installer ([`schema`]), one Rust function per SQL function (`push`, `pop`,
-//! `ack`, `lease`, `queues`), the caller-owned data transaction ([`transaction`]) and the
-//! database error type ([`error`]). Callers never see a
+//! `ack`, `lease`, `queues`, and the admin endpoints' in [`admin`]), the caller-owned data
+//! transaction ([`transaction`]) and the database error type ([`error`]). Callers never see a
 //! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
 
 pub mod ack;
+pub mod admin;
 pub mod embedded;
 pub mod error;
 pub mod groups;

@@ -66,6 +66,56 @@ pub const FILES: &[(&str, &str)] = &[
         "020_lease_require.sql",
         include_str!("../../sql/020_lease_require.sql"),
     ),
+    (
+        "030_consumer_group_lags.sql",
+        include_str!("../../sql/030_consumer_group_lags.sql"),
+    ),
+    (
+        "031_consumer_group_delete.sql",
+        include_str!("../../sql/031_consumer_group_delete.sql"),
+    ),
+    (
+        "032_consumer_group_subscription.sql",
+        include_str!("../../sql/032_consumer_group_subscription.sql"),
+    ),
+    (
+        "033_consumer_group_seek.sql",
+        include_str!("../../sql/033_consumer_group_seek.sql"),
+    ),
+    (
+        "034_dead_letters.sql",
+        include_str!("../../sql/034_dead_letters.sql"),
+    ),
+    (
+        "035_dead_letter_requeue.sql",
+        include_str!("../../sql/035_dead_letter_requeue.sql"),
+    ),
+    (
+        "036_resource_stats.sql",
+        include_str!("../../sql/036_resource_stats.sql"),
+    ),
+    (
+        "037_resources.sql",
+        include_str!("../../sql/037_resources.sql"),
+    ),
+    (
+        "038_queue_delete.sql",
+        include_str!("../../sql/038_queue_delete.sql"),
+    ),
+    (
+        "039_messages.sql",
+        include_str!("../../sql/039_messages.sql"),
+    ),
+    (
+        "040_message_erase.sql",
+        include_str!("../../sql/040_message_erase.sql"),
+    ),
+    (
+        "041_queue_metrics.sql",
+        include_str!("../../sql/041_queue_metrics.sql"),
+    ),
+    ("042_status.sql", include_str!("../../sql/042_status.sql")),
+    ("043_traces.sql", include_str!("../../sql/043_traces.sql")),
 ];
 
 /// Applies every schema file, idempotently, under the advisory lock.

@@ -31,6 +31,12 @@ pub enum ApiError {
         /// The path asked for.
         path: String,
     },
+    /// A named thing (queue, message, group) that does not exist: 404 with this text.
+    #[error("{0}")]
+    NotFound(String),
+    /// A request that conflicts with the current state (a live lease): 409 with this text.
+    #[error("{0}")]
+    Conflict(String),
     /// A route that exists for other methods: 405.
     #[error("method not allowed")]
     MethodNotAllowed,
@@ -76,6 +82,8 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -88,7 +96,9 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let body = match self {
-            ApiError::BadRequest(text) => json!({ "error": text }),
+            ApiError::BadRequest(text) | ApiError::NotFound(text) | ApiError::Conflict(text) => {
+                json!({ "error": text })
+            }
             ApiError::TooLarge { .. } | ApiError::MethodNotAllowed => {
                 json!({ "error": self.to_string() })
             }

@@ -1,13 +1,17 @@
 //! `GET /metrics`: the broker's counters as JSON (pops, SQL calls, wakes, parked pops, the
 //! limiter, the pool and the mesh); `GET /metrics/prometheus`: the same numbers in the
-//! Prometheus text format, for a ServiceMonitor.
+//! Prometheus text format, for a ServiceMonitor, plus per-queue gauges from the database
+//! (`queen_queue_depth`, `queen_queue_lag_seconds`, `queen_queue_throughput`).
 
 use std::sync::atomic::Ordering;
 
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
+use tracing::warn;
+
 use super::AppState;
+use crate::db::admin::status::{queue_metrics, QueueMetrics};
 
 /// `GET /metrics`.
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
@@ -15,12 +19,78 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
 }
 
 /// `GET /metrics/prometheus`: every number of the JSON snapshot outside its per-group and
-/// per-peer lists, named by its path (`queen_pool_in_use`, `queen_mesh_hints_received`).
+/// per-peer lists, named by its path (`queen_pool_in_use`, `queen_mesh_hints_received`),
+/// then one labelled sample per queue of its depth (messages queue mode has not passed),
+/// lag (seconds since the oldest of them was pushed) and throughput (messages pushed in the
+/// last minute), from one SQL function. If the database does not answer, the counters are
+/// still served and the queue gauges are left out.
 pub async fn prometheus(state: web::Data<AppState>) -> HttpResponse {
     let body = snapshot(&state).await;
+    let mut text = prometheus_text(&body);
+    match queue_gauges(&state).await {
+        Ok(queues) => text.push_str(&queue_text(&queues)),
+        Err(error) => warn!(error = %error, "queue gauges left out of the metrics"),
+    }
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(prometheus_text(&body))
+        .body(text)
+}
+
+/// Window of `queen_queue_throughput`, in seconds.
+const THROUGHPUT_WINDOW_SECS: i32 = 60;
+
+async fn queue_gauges(state: &AppState) -> Result<Vec<QueueMetrics>, crate::db::DbError> {
+    let mut conn = state.broker.db.conn().await?;
+    queue_metrics(&mut conn, THROUGHPUT_WINDOW_SECS).await
+}
+
+/// Renders one gauge's value of a queue.
+type Render = fn(&QueueMetrics) -> String;
+
+/// The per-queue samples, labelled by queue (and tenant, when not the default one).
+fn queue_text(queues: &[QueueMetrics]) -> String {
+    let mut out = String::new();
+    let gauges: [(&str, &str, Render); 3] = [
+        (
+            "queen_queue_depth",
+            "messages the queue-mode cursor has not passed",
+            |q| q.depth.to_string(),
+        ),
+        (
+            "queen_queue_lag_seconds",
+            "seconds since the oldest message queue mode has not passed was pushed",
+            |q| format!("{:.3}", q.lag_seconds),
+        ),
+        (
+            "queen_queue_throughput",
+            "messages pushed in the last minute",
+            |q| q.throughput.to_string(),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+        for q in queues {
+            let tenant = if q.tenant.is_empty() {
+                String::new()
+            } else {
+                format!("tenant=\"{}\",", label(&q.tenant))
+            };
+            out.push_str(&format!(
+                "{name}{{{tenant}queue=\"{}\"}} {}\n",
+                label(&q.queue),
+                value(q)
+            ));
+        }
+    }
+    out
+}
+
+/// A label value escaped as the text format asks (backslash, quote, newline).
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// The Prometheus text of a JSON snapshot: numbers and booleans (as 0/1) become untyped
@@ -64,7 +134,8 @@ fn snake_case(key: &str) -> String {
     out
 }
 
-async fn snapshot(state: &AppState) -> Value {
+/// The JSON counters document (also served by `/api/v1/analytics/system-metrics`).
+pub(crate) async fn snapshot(state: &AppState) -> Value {
     let broker = &state.broker;
     let mut body = broker.metrics.to_json();
     let limiter = broker.limiter.snapshot();
@@ -112,5 +183,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE queen_pool_in_use untyped\n"));
+    }
+
+    #[test]
+    fn queue_gauges_are_labelled_by_queue_and_escape_label_values() {
+        let queues = vec![QueueMetrics {
+            tenant: String::new(),
+            queue: "a\"b".into(),
+            depth: 7,
+            lag_seconds: 1.5,
+            throughput: 3,
+        }];
+        let text = queue_text(&queues);
+        assert!(
+            text.contains("queen_queue_depth{queue=\"a\\\"b\"} 7\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("queen_queue_lag_seconds{queue=\"a\\\"b\"} 1.500\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("queen_queue_throughput{queue=\"a\\\"b\"} 3\n"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE queen_queue_depth gauge\n"), "{text}");
     }
 }

@@ -1,10 +1,11 @@
 //! HTTP: the route table, the shared state the handlers see, and the body and query readers.
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
-//! `configure`, `health`); the binary bodies live in [`binary`]; status codes and error
-//! bodies are decided in [`error`] only.
+//! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
+//! [`binary`]; status codes and error bodies are decided in [`error`] only.
 
 pub mod ack;
+pub mod admin;
 pub mod binary;
 pub mod configure;
 pub mod error;
@@ -43,6 +44,7 @@ impl AppState {
 
 /// The route table.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    admin::routes(cfg);
     cfg.service(
         web::resource(["/health", "/health/ready"])
             .route(web::get().to(health::health))

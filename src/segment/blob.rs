@@ -105,6 +105,14 @@ impl SegmentBuilder {
         Ok(())
     }
 
+    /// Appends a stored frame exactly as it was stored (flags included): used when a
+    /// segment is rewritten around one changed frame.
+    pub fn push_stored(&mut self, frame: &StoredFrame<'_>) {
+        self.raw.extend_from_slice(frame.raw);
+        self.count += 1;
+        self.sealed |= frame.flags & FLAG_ENCRYPTED != 0;
+    }
+
     /// Number of frames so far.
     pub fn len(&self) -> u32 {
         self.count

@@ -4,6 +4,12 @@
 mod support;
 
 mod ack;
+mod admin_dlq;
+mod admin_groups;
+mod admin_messages;
+mod admin_resources;
+mod admin_status;
+mod admin_traces;
 mod binary;
 mod binary_pop;
 mod binary_push;

@@ -1,0 +1,97 @@
+//! Resources: the wrappers of `queen.resources_overview_v1`, `queen.resources_queues_v1`,
+//! `queen.resource_queue_v1`, `queen.queue_depth_v1`, `queen.resources_partitions_v1`,
+//! `queen.resources_namespaces_v1`, `queen.resources_tasks_v1` and `queen.queue_delete_v1`.
+
+use serde_json::Value;
+use tracing::instrument;
+
+use super::json_call;
+use crate::db::{DbError, PgConn};
+
+/// The tenant's totals (`queen.resources_overview_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_overview_v1"))]
+pub async fn overview(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_overview_v1($1)";
+    let v = json_call(conn, "resources_overview_v1", sql, &[&tenant]).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// A page of queues with their message counts (`queen.resources_queues_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_queues_v1"))]
+pub async fn queues(
+    conn: &mut PgConn,
+    tenant: &str,
+    search: Option<&str>,
+    limit: i32,
+    offset: i32,
+) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_queues_v1($1, $2, $3, $4)";
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&tenant, &search, &limit, &offset];
+    let v = json_call(conn, "resources_queues_v1", sql, &params).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// One queue with its partitions, `None` when unknown (`queen.resource_queue_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resource_queue_v1"))]
+pub async fn queue(conn: &mut PgConn, tenant: &str, queue: &str) -> Result<Option<Value>, DbError> {
+    let sql = "SELECT queen.resource_queue_v1($1, $2)";
+    json_call(conn, "resource_queue_v1", sql, &[&tenant, &queue]).await
+}
+
+/// A queue's pending messages for a group or the worst cursor, `None` when unknown
+/// (`queen.queue_depth_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "queue_depth_v1"))]
+pub async fn depth(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: &str,
+    group: Option<&str>,
+) -> Result<Option<Value>, DbError> {
+    let sql = "SELECT queen.queue_depth_v1($1, $2, $3)";
+    json_call(conn, "queue_depth_v1", sql, &[&tenant, &queue, &group]).await
+}
+
+/// A page of partitions with their cursors (`queen.resources_partitions_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_partitions_v1"))]
+pub async fn partitions(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: Option<&str>,
+    limit: i32,
+    offset: i32,
+) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_partitions_v1($1, $2, $3, $4)";
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&tenant, &queue, &limit, &offset];
+    let v = json_call(conn, "resources_partitions_v1", sql, &params).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// Queues grouped by namespace (`queen.resources_namespaces_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_namespaces_v1"))]
+pub async fn namespaces(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_namespaces_v1($1)";
+    let v = json_call(conn, "resources_namespaces_v1", sql, &[&tenant]).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// Queues grouped by task (`queen.resources_tasks_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_tasks_v1"))]
+pub async fn tasks(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_tasks_v1($1)";
+    let v = json_call(conn, "resources_tasks_v1", sql, &[&tenant]).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// Deletes a queue and everything stored for it, dedup rows included; true when it
+/// existed (`queen.queue_delete_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "queue_delete_v1"))]
+pub async fn delete_queue(conn: &mut PgConn, tenant: &str, queue: &str) -> Result<bool, DbError> {
+    const OP: &str = "queue_delete_v1";
+    let st = conn
+        .statement(OP, "SELECT queen.queue_delete_v1($1, $2)")
+        .await?;
+    let row = conn.client().query_one(&st, &[&tenant, &queue]).await;
+    Ok(row.map_err(|e| conn.note(DbError::query(OP, e)))?.get(0))
+}

@@ -1,0 +1,179 @@
+//! The dead-letter queue (contract §4.2) and message retry (§4.3, decision 9.6).
+//!
+//! Dead letters keep a copy of the segment that held the message; the payload is read out
+//! of it here, in Rust. A retry appends the message again to its partition as a new message
+//! (new message id, same transaction id, payload and trace id; a sealed payload is sealed
+//! again for the new id), removes its dead letters,
+//! and wakes the queue's consumers like a push.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{frame_at, group_name, iso, optional_timestamp, partition_id, transaction_id};
+use crate::actors::ring::PartitionRef;
+use crate::actors::wake_gate::WakeSource;
+use crate::db::admin::dlq as db;
+use crate::domain::{PartitionName, QueueName};
+use crate::http::query::Query;
+use crate::http::{ApiError, AppState};
+use crate::segment::{NewFrame, PayloadKey, SegmentBuilder};
+
+/// Default page size (the client's default).
+const DEFAULT_LIMIT: u64 = 100;
+/// Largest page: each row carries a segment copy to open.
+const MAX_LIMIT: u64 = 1000;
+/// zstd level of a requeued one-message segment (the push path's default speed).
+const REQUEUE_ZSTD_LEVEL: i32 = 1;
+
+/// `GET /api/v1/dlq?queue=&consumerGroup=&partition=&from=&to=&limit=&offset=`:
+/// `{messages, total}`, newest failure first, each message with its payload.
+#[instrument(skip_all)]
+pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let query = Query::parse(req.query_string())?;
+    let queue = query.text("queue").map(QueueName::parse).transpose();
+    let queue = queue.map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let group = query.text("consumerGroup").map(group_name).transpose()?;
+    let partition = query
+        .text("partition")
+        .map(PartitionName::parse)
+        .transpose();
+    let partition = partition.map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let from = optional_timestamp(&query, "from")?;
+    let to = optional_timestamp(&query, "to")?;
+    let limit = query.number("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)? as i32;
+    let offset = query.number("offset", 0, 0, i32::MAX as u64)? as i32;
+    let filter = db::Filter {
+        queue: queue.as_ref().map(QueueName::as_str),
+        group: group.as_ref().map(|g| g.as_str()),
+        partition: partition.as_ref().map(PartitionName::as_str),
+        from,
+        to,
+    };
+
+    let tenant = state.tenant(&req);
+    let mut conn = state.broker.db.conn().await?;
+    let (letters, total) = db::list(&mut conn, tenant.as_str(), &filter, limit, offset).await?;
+    drop(conn);
+    let key = state.broker.config.push.payload_key.as_ref();
+    let messages = letters
+        .iter()
+        .map(|d| render(d, key))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(HttpResponse::Ok().json(json!({ "messages": messages, "total": total })))
+}
+
+fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiError> {
+    let m = frame_at(d.codec, &d.blob, d.offset - d.segment_base, key)?;
+    Ok(json!({
+        "id": m.message_id.to_string(),
+        "transactionId": d.transaction_id,
+        "partitionId": d.partition_id.to_string(),
+        "queue": d.queue,
+        "partition": d.partition,
+        "consumerGroup": d.consumer_group,
+        "offset": d.offset,
+        "errorMessage": d.error_message,
+        "retryCount": d.retry_count,
+        "data": m.payload,
+        "traceId": m.trace_id.map(|t| t.to_string()),
+        "producerSub": m.producer.or_else(|| d.producer.clone()),
+        "createdAt": iso(&d.created_at),
+        "failedAt": iso(&d.failed_at),
+    }))
+}
+
+/// `POST /api/v1/messages/{partitionId}/{transactionId}/retry`: requeues a dead-lettered
+/// message; 404 `{"error":"Message not found"}` when it has no dead letter.
+#[instrument(skip_all)]
+pub async fn retry(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (pid, txn) = path.into_inner();
+    let pid = partition_id(&pid)?;
+    let txn = transaction_id(&txn)?;
+    let not_found = || ApiError::NotFound("Message not found".into());
+
+    let tenant = state.tenant(&req);
+    let mut conn = state.broker.db.conn().await?;
+    let letters = db::find(&mut conn, tenant.as_str(), pid, txn).await?;
+    let letter = letters.first().ok_or_else(not_found)?;
+    let key = state.broker.config.push.payload_key.as_ref();
+    let stored = frame_at(
+        letter.codec,
+        &letter.blob,
+        letter.offset - letter.segment_base,
+        key,
+    )?;
+    let message_id = Uuid::now_v7();
+    let mut segment = SegmentBuilder::new();
+    let framing = |e| ApiError::Corrupt(Box::new(e));
+    match key.filter(|_| stored.encrypted) {
+        // A sealed payload is bound to its message id: seal it again for the new one.
+        Some(key) => segment
+            .push_sealed(&NewFrame {
+                message_id,
+                trace_id: stored.trace_id,
+                transaction_id: txn,
+                producer: stored.producer.as_deref(),
+                payload: &key.seal(&message_id, &stored.payload_bytes),
+            })
+            .map_err(framing)?,
+        // The pushed bytes, not a re-serialisation: the retried message is the same document.
+        None => segment
+            .push(&NewFrame {
+                message_id,
+                trace_id: stored.trace_id,
+                transaction_id: txn,
+                producer: stored.producer.as_deref(),
+                payload: &stored.payload_bytes,
+            })
+            .map_err(framing)?,
+    }
+    let blob = segment
+        .finish(REQUEUE_ZSTD_LEVEL)
+        .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
+    let requeued = db::requeue(
+        &mut conn,
+        tenant.as_str(),
+        &db::Requeue {
+            partition_id: pid,
+            transaction_id: txn,
+            message_id,
+            blob: &blob.bytes,
+            codec: blob.codec.as_i16(),
+            producer: letter.producer.as_deref(),
+        },
+    )
+    .await?
+    .ok_or_else(not_found)?;
+    drop(conn);
+
+    if let Ok(queue) = QueueName::parse(requeued.queue.as_str()) {
+        let partition = PartitionRef {
+            id: pid,
+            name: requeued.partition.as_str().into(),
+        };
+        state
+            .broker
+            .mesh
+            .push_landed(&tenant, &queue, &partition, requeued.offset, 1);
+        state
+            .broker
+            .registry
+            .push_landed(&tenant, &queue, partition, 1, WakeSource::Push);
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "partitionId": pid.to_string(),
+        "transactionId": txn,
+        "messageId": message_id.to_string(),
+        "queue": requeued.queue,
+        "partition": requeued.partition,
+        "offset": requeued.offset,
+        "deadLettersRemoved": requeued.removed,
+    })))
+}
