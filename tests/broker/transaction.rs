@@ -334,7 +334,8 @@ async fn a_refused_bundle_leaves_its_pooled_connection_outside_any_transaction()
     let idle_in_transaction = sql_count(
         &b,
         "SELECT count(*) FROM pg_stat_activity \
-         WHERE application_name = 'queen' AND state LIKE 'idle in transaction%'",
+         WHERE application_name = 'queen' AND state LIKE 'idle in transaction%' \
+         AND datname = current_database()",
     )
     .await;
     b.push("pc-dst", "Default", &numbers(5..6)).await;
