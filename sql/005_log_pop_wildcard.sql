@@ -35,9 +35,6 @@ DECLARE
     v_lease      integer;
     v_watermark  timestamptz;
     v_checked_at timestamptz;
-    v_mode       text;
-    v_ts         timestamptz;
-    v_inserted   integer;
     v_cap        integer;
     v_budget     integer := p_batch;
     v_claimed    integer := 0;
@@ -64,38 +61,10 @@ BEGIN
     WHERE m.consumer_group = p_group AND m.queue_id = v_qid;
 
     IF v_watermark IS NULL THEN
-        -- First contact of this (queue, group): register the durable subscription.
-        IF p_group = '__QUEUE_MODE__' THEN
-            v_mode := 'all';
-        ELSIF p_sub_from IS NOT NULL THEN
-            v_mode := 'timestamp';
-            v_ts := p_sub_from;
-        ELSIF p_sub_mode = 'new' THEN
-            v_mode := 'new';
-            v_ts := v_now;
-        ELSE
-            v_mode := 'all';
-        END IF;
-        INSERT INTO queen.consumer_groups_metadata
-            (consumer_group, queue_id, subscription_mode, subscription_timestamp)
-        VALUES (p_group, v_qid, v_mode, v_ts)
-        ON CONFLICT DO NOTHING;
-        GET DIAGNOSTICS v_inserted = ROW_COUNT;
-        IF v_inserted = 1 THEN
-            -- The elected seeder: every partition's cursor in one statement.
-            INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
-            SELECT p.id, p_group,
-                   CASE WHEN v_ts IS NULL THEN -1
-                        ELSE coalesce((SELECT s.base_offset - 1
-                                       FROM queen.log_segments s
-                                       WHERE s.partition_id = p.id AND s.created_at >= v_ts
-                                       ORDER BY s.base_offset LIMIT 1),
-                                      p.last_offset)
-                   END
-            FROM queen.log_partitions p
-            WHERE p.queue_id = v_qid
-            ON CONFLICT DO NOTHING;
-        END IF;
+        -- First contact of this (queue, group): register the durable subscription and seed
+        -- every partition's cursor (queen.log_register_group_at_v1, in 014; one elected
+        -- seeder when several pops arrive together).
+        PERFORM queen.log_register_group_at_v1(v_qid, p_group, p_sub_mode, p_sub_from, false);
         v_watermark := '-infinity';
         v_checked_at := '-infinity';
     END IF;
