@@ -28,6 +28,8 @@ const PORT_RANGE: std::ops::Range<u16> = 20_000..32_000;
 /// nodes, and `stop` leaves no broker process and no listening port behind.
 #[tokio::test]
 async fn the_cluster_script_serves_each_message_once_through_the_balancer_and_stops_clean() {
+    // Three brokers, PostgreSQL and nginx load the machine: keep the timing tests away.
+    let _quiet = crate::support::fixtures::TIMING.lock().await;
     // Arrange
     let mut cluster = Cluster::new();
     cluster.run(&["start", &NODES.to_string()]).await;

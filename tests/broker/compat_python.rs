@@ -66,6 +66,8 @@ async fn the_python_client_gets_conflated_and_autopiloted_pops() {
 
 /// Runs one file of the Python suite against a fresh broker; fails with pytest's output.
 async fn run_group(file: &str) {
+    // A Python interpreter and a broker under load: keep the timing tests away.
+    let _quiet = crate::support::fixtures::TIMING.lock().await;
     // Arrange: the client's environment, then a broker on a fresh database.
     let python = tokio::task::spawn_blocking(venv_python)
         .await

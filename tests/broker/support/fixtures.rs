@@ -11,8 +11,9 @@ use tokio::task::JoinHandle;
 use crate::support::{eventually, TestBroker};
 
 /// Held by the tests whose timings matter (wake latencies) or that load the machine (the
-/// 500-pop herd, the 16-consumer drains), so they do not run at the same time as each
-/// other. Other tests of the binary still run alongside.
+/// 500-pop herd, the 16-consumer drains, the multi-process cluster script and the Python
+/// client suites), so they do not run at the same time as each other. Other tests of the
+/// binary still run alongside.
 pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Configures a queue with the given options.
