@@ -1,5 +1,7 @@
-//! The broker as a system under test: JSON push, pop and batch ack over HTTP, one keep-alive
-//! connection per producer or consumer.
+//! The broker as a system under test: push (JSON, or binary `QPB1`), pop (JSON, or framed
+//! `QPF1`) and batch ack over HTTP, one keep-alive connection per producer or consumer.
+//!
+//! The byte layouts live in `qpb1` and `qpf1`; this file only sends, receives and checks.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -7,6 +9,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
+use crate::qpb1;
+use crate::qpf1;
 use crate::system::{Consumer, Delivery, Producer};
 use crate::workload::{Batch, Stamp};
 
@@ -33,34 +37,34 @@ fn client() -> anyhow::Result<reqwest::Client> {
         .context("building the HTTP client")
 }
 
-/// Pushes JSON bodies.
+/// Pushes JSON bodies, or binary ones.
 pub struct BrokerProducer {
     http: reqwest::Client,
     url: String,
     queue: String,
+    /// The queue name as a JSON string, for JSON bodies.
+    queue_json: String,
     body: String,
+    /// `Some`: push `QPB1` flag-8 bodies instead of JSON.
+    binary: Option<qpb1::Encoder>,
 }
 
 impl BrokerProducer {
-    /// A producer for `target`.
-    pub fn new(target: &Target) -> anyhow::Result<Self> {
+    /// A producer for `target`; `binary` sends `QPB1` flag-8 bodies instead of JSON.
+    pub fn new(target: &Target, binary: bool) -> anyhow::Result<Self> {
         Ok(Self {
             http: client()?,
             url: format!("{}/api/v1/push", target.base),
-            queue: serde_json::to_string(&target.queue)?,
+            queue: target.queue.clone(),
+            queue_json: serde_json::to_string(&target.queue)?,
             body: String::new(),
+            binary: binary.then(qpb1::Encoder::default),
         })
     }
-}
 
-#[derive(Deserialize)]
-struct PushAnswer {
-    status: String,
-}
-
-impl Producer for BrokerProducer {
-    async fn push(&mut self, batch: &Batch) -> anyhow::Result<()> {
-        // Built by hand: the payloads are already JSON, so they go in as they are.
+    /// The JSON body of `batch`, built by hand: the payloads are already JSON, so they go in
+    /// as they are.
+    fn json_body(&mut self, batch: &Batch) -> anyhow::Result<Vec<u8>> {
         let body = &mut self.body;
         body.clear();
         body.push_str("{\"items\":[");
@@ -71,15 +75,37 @@ impl Producer for BrokerProducer {
             write!(
                 body,
                 "{{\"queue\":{},\"partition\":\"p{}\",\"transactionId\":\"t{}\",\"payload\":{}}}",
-                self.queue, batch.partition, m.seq, m.json
+                self.queue_json, batch.partition, m.seq, m.json
             )?;
         }
         body.push_str("]}");
+        Ok(body.clone().into_bytes())
+    }
+}
+
+#[derive(Deserialize)]
+struct PushAnswer {
+    status: String,
+}
+
+impl Producer for BrokerProducer {
+    async fn push(&mut self, batch: &Batch) -> anyhow::Result<()> {
+        let (body, content_type) = match &mut self.binary {
+            Some(encoder) => (
+                encoder.body(
+                    &self.queue,
+                    &format!("p{}", batch.partition),
+                    batch.messages.iter().map(|m| m.json.as_bytes()),
+                )?,
+                "application/x-queen-push",
+            ),
+            None => (self.json_body(batch)?, "application/json"),
+        };
         let response = self
             .http
             .post(&self.url)
-            .header("content-type", "application/json")
-            .body(body.clone())
+            .header("content-type", content_type)
+            .body(body)
             .send()
             .await
             .context("push request")?;
@@ -104,7 +130,7 @@ impl Producer for BrokerProducer {
     }
 }
 
-/// Pops with a lease and acknowledges each batch with one batch ack.
+/// Pops with a lease (JSON or framed answers) and acknowledges each batch with one batch ack.
 pub struct BrokerConsumer {
     http: reqwest::Client,
     group_index: usize,
@@ -112,6 +138,20 @@ pub struct BrokerConsumer {
     pop_wait: String,
     pop_now: String,
     ack_url: String,
+    frames: bool,
+}
+
+/// How a consumer pops.
+#[derive(Debug, Clone, Copy)]
+pub struct PopOptions {
+    /// Messages per pop.
+    pub batch: u32,
+    /// Partitions one pop may claim.
+    pub partitions: u32,
+    /// Long-poll deadline.
+    pub timeout_ms: u64,
+    /// Ask for framed (`QPF1`) answers.
+    pub frames: bool,
 }
 
 impl BrokerConsumer {
@@ -120,10 +160,14 @@ impl BrokerConsumer {
         target: &Target,
         group_index: usize,
         group: Option<String>,
-        batch: u32,
-        partitions: u32,
-        timeout_ms: u64,
+        options: PopOptions,
     ) -> anyhow::Result<Self> {
+        let PopOptions {
+            batch,
+            partitions,
+            timeout_ms,
+            frames,
+        } = options;
         let mut pop = format!(
             "{}/api/v1/pop/queue/{}?batch={batch}&partitions={partitions}",
             target.base, target.queue
@@ -131,13 +175,16 @@ impl BrokerConsumer {
         if let Some(g) = &group {
             write!(pop, "&consumerGroup={g}")?;
         }
+        // The published client always appends `frames=true` last.
+        let tail = if frames { "&frames=true" } else { "" };
         Ok(Self {
             http: client()?,
             group_index,
-            pop_wait: format!("{pop}&wait=true&timeout={timeout_ms}"),
-            pop_now: pop,
+            pop_wait: format!("{pop}&wait=true&timeout={timeout_ms}{tail}"),
+            pop_now: format!("{pop}{tail}"),
             group,
             ack_url: format!("{}/api/v1/ack/batch", target.base),
+            frames,
         })
     }
 }
@@ -194,9 +241,16 @@ impl Consumer for BrokerConsumer {
         if !status.is_success() {
             bail!("pop answered {status}: {}", String::from_utf8_lossy(&bytes));
         }
-        let answer: PopAnswer = serde_json::from_slice(&bytes).context("pop answer")?;
+        let popped = if self.frames {
+            Popped::from_frames(&bytes)?
+        } else {
+            Popped::from_json(&bytes)?
+        };
+        if popped.messages.is_empty() {
+            return Ok(Vec::new());
+        }
         let body = AckBody {
-            acknowledgments: answer
+            acknowledgments: popped
                 .messages
                 .iter()
                 .map(|m| AckItem {
@@ -228,7 +282,7 @@ impl Consumer for BrokerConsumer {
                 refused.error.as_deref().unwrap_or("no reason given")
             );
         }
-        Ok(answer
+        Ok(popped
             .messages
             .iter()
             .map(|m| Delivery {
@@ -236,5 +290,38 @@ impl Consumer for BrokerConsumer {
                 sent_us: m.data.ts,
             })
             .collect())
+    }
+}
+
+/// One pop's messages, whichever answer they came in.
+struct Popped {
+    messages: Vec<PoppedMessage>,
+}
+
+impl Popped {
+    fn from_json(bytes: &[u8]) -> anyhow::Result<Self> {
+        let answer: PopAnswer = serde_json::from_slice(bytes).context("pop answer")?;
+        Ok(Self {
+            messages: answer.messages,
+        })
+    }
+
+    /// Decodes a framed answer; each message gets the answer's lease, as the client does.
+    fn from_frames(bytes: &[u8]) -> anyhow::Result<Self> {
+        let answer = qpf1::decode(bytes).context("framed pop answer")?;
+        let lease_id = (!answer.lease_id.is_empty()).then_some(answer.lease_id);
+        let messages = answer
+            .messages
+            .into_iter()
+            .map(|m| {
+                Ok(PoppedMessage {
+                    data: serde_json::from_slice(&m.payload).context("framed payload")?,
+                    transaction_id: m.transaction_id,
+                    partition_id: m.partition_id,
+                    lease_id: lease_id.clone(),
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self { messages })
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Map: [`args`] (command line), [`run`] (one scenario's phases) over [`phase`] (push and
 //! drain, any system) and the systems [`broker`], [`baseline`] and [`ceiling`] (all behind
-//! [`system`]), with [`workload`] (the messages), [`verify`] (exactly-once), [`stats`]
+//! [`system`]), with [`workload`] (the messages), [`verify`] (exactly-once), [`qpb1`] and [`qpf1`]
+//! (binary push and framed pop bodies), [`wire`] (JSON against binary), [`stats`]
 //! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG).
 
@@ -15,6 +16,8 @@ mod cpu;
 mod pg;
 mod phase;
 mod plot;
+mod qpb1;
+mod qpf1;
 mod report;
 mod result;
 mod run;
@@ -22,6 +25,7 @@ mod spawn;
 mod stats;
 mod system;
 mod verify;
+mod wire;
 mod workload;
 
 use std::process::ExitCode;
@@ -67,8 +71,9 @@ async fn run_and_write(args: args::RunArgs, command: String) -> anyhow::Result<(
         std::fs::write(path, serde_json::to_vec_pretty(&result)?)?;
         eprintln!("result written to {}", path.display());
     }
-    let clean =
-        result.broker.exactly_once() && result.baseline.as_ref().map_or(true, |b| b.exactly_once());
+    let clean = result.broker.exactly_once()
+        && result.wire.as_ref().map_or(true, |w| w.exactly_once())
+        && result.baseline.as_ref().map_or(true, |b| b.exactly_once());
     anyhow::ensure!(clean, "a system did not deliver exactly once (see above)");
     Ok(())
 }

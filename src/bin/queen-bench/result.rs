@@ -31,6 +31,9 @@ pub struct RunResult {
     pub broker_env: Vec<(String, String)>,
     /// The broker's figures.
     pub broker: SystemResult,
+    /// With `--compare-wire`: the broker again, binary push and framed pop, same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<SystemResult>,
     /// The row-per-message baseline's figures.
     pub baseline: Option<SystemResult>,
     /// The raw PostgreSQL ceiling of the push path.
@@ -295,6 +298,9 @@ impl RunResult {
                 f1 * 100.0,
                 f2 * 100.0
             );
+        }
+        if let Some(w) = &self.wire {
+            out.push_str(&crate::wire::render(b, w));
         }
         out
     }

@@ -14,7 +14,7 @@ use tokio_postgres::Client;
 
 use crate::args::{Limit, RunArgs};
 use crate::baseline::{self, BaselineConsumer, BaselineProducer, SCHEMA};
-use crate::broker::{BrokerConsumer, BrokerProducer, Target};
+use crate::broker::{BrokerConsumer, BrokerProducer, PopOptions, Target};
 use crate::ceiling::{self, CeilingProducer};
 use crate::phase::{self, Progress, PushPlan};
 use crate::result::{Ceiling, Live, Phase, RunResult, Scenario, SystemResult};
@@ -106,25 +106,25 @@ async fn measure(
         base: url.to_owned(),
         queue: format!("bench-{}-{stamp}", args.name()),
     };
-    let mut producers = Vec::new();
-    for _ in 0..args.producers {
-        producers.push(BrokerProducer::new(&target)?);
-    }
-    let mut consumers = Vec::new();
-    for i in 0..args.consumer_count() {
-        let g = i % groups;
-        let name = (args.groups > 0).then(|| format!("g{g}"));
-        consumers.push(BrokerConsumer::new(
-            &target,
-            g,
-            name,
-            args.pop_batch(),
-            args.pop_partitions,
-            args.pop_timeout_ms,
-        )?);
-    }
+    let (producers, consumers) = broker_clients(args, &target, args.binary, args.frames)?;
     let (broker, producers, consumers) =
         throughput(&ctx, "broker", producers, consumers, 0).await?;
+
+    // The broker again, binary push and framed pop, on its own queue of the same shape.
+    let wire = if args.compare_wire {
+        let target = Target {
+            base: target.base.clone(),
+            queue: format!("{}-binary", target.queue),
+        };
+        let (producers, consumers) = broker_clients(args, &target, true, true)?;
+        Some(
+            throughput(&ctx, "broker binary", producers, consumers, 0)
+                .await?
+                .0,
+        )
+    } else {
+        None
+    };
 
     // The baseline, on the same PostgreSQL.
     let mut baseline_parts = None;
@@ -242,9 +242,38 @@ async fn measure(
         postgres,
         broker_env: args.broker_env.clone(),
         broker,
+        wire,
         baseline,
         ceiling,
     })
+}
+
+/// The broker's producers and consumers for `target`, pushing binary bodies and popping
+/// framed answers when asked.
+fn broker_clients(
+    args: &RunArgs,
+    target: &Target,
+    binary: bool,
+    frames: bool,
+) -> anyhow::Result<(Vec<BrokerProducer>, Vec<BrokerConsumer>)> {
+    let mut producers = Vec::new();
+    for _ in 0..args.producers {
+        producers.push(BrokerProducer::new(target, binary)?);
+    }
+    let options = PopOptions {
+        batch: args.pop_batch(),
+        partitions: args.pop_partitions,
+        timeout_ms: args.pop_timeout_ms,
+        frames,
+    };
+    let groups = args.group_slots();
+    let mut consumers = Vec::new();
+    for i in 0..args.consumer_count() {
+        let g = i % groups;
+        let name = (args.groups > 0).then(|| format!("g{g}"));
+        consumers.push(BrokerConsumer::new(target, g, name, options)?);
+    }
+    Ok((producers, consumers))
 }
 
 /// Messages per second a system can take in and hand out at once, from its push rate and its
