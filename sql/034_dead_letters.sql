@@ -12,8 +12,36 @@
 -- queen.dead_letters_count_v1(p_tenant, p_queue, p_group, p_partition, p_from, p_to)
 --   The number of matching dead letters (for a page past the end).
 -- queen.dead_letter_find_v1(p_tenant, p_partition_id, p_transaction_id)
---   The dead letters of one message (one per consumer group that filed it), same columns.
+--   The dead letters of one message (one per consumer group that filed it), same row
+--   type (queen.dead_letter_row).
 -- Read only; no locks, no notifications.
+
+-- The row both readers answer, declared once.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+                   WHERE n.nspname = 'queen' AND t.typname = 'dead_letter_row') THEN
+        CREATE TYPE queen.dead_letter_row AS (
+            id             bigint,
+            partition_id   bigint,
+            queue_name     text,
+            partition_name text,
+            consumer_group text,
+            message_offset bigint,
+            transaction_id text,
+            error_message  text,
+            retry_count    integer,
+            failed_at      timestamptz,
+            created_at     timestamptz,
+            segment_base   bigint,
+            codec          smallint,
+            producer       text,
+            blob           bytea,
+            total          bigint
+        );
+    END IF;
+END;
+$$;
 
 CREATE OR REPLACE FUNCTION queen.dead_letters_list_v1(
     p_tenant    text,
@@ -24,24 +52,7 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_list_v1(
     p_to        timestamptz,
     p_limit     integer,
     p_offset    integer
-) RETURNS TABLE (
-    id             bigint,
-    partition_id   bigint,
-    queue_name     text,
-    partition_name text,
-    consumer_group text,
-    message_offset bigint,
-    transaction_id text,
-    error_message  text,
-    retry_count    integer,
-    failed_at      timestamptz,
-    created_at     timestamptz,
-    segment_base   bigint,
-    codec          smallint,
-    producer       text,
-    blob           bytea,
-    total          bigint
-) LANGUAGE sql STABLE AS $$
+) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
     WITH matching AS (
         SELECT d.id, d.partition_id, q.name AS queue_name, p.name AS partition_name,
                d.consumer_group, d.message_offset, d.transaction_id, d.error_message,
@@ -70,24 +81,7 @@ CREATE OR REPLACE FUNCTION queen.dead_letter_find_v1(
     p_tenant         text,
     p_partition_id   bigint,
     p_transaction_id text
-) RETURNS TABLE (
-    id             bigint,
-    partition_id   bigint,
-    queue_name     text,
-    partition_name text,
-    consumer_group text,
-    message_offset bigint,
-    transaction_id text,
-    error_message  text,
-    retry_count    integer,
-    failed_at      timestamptz,
-    created_at     timestamptz,
-    segment_base   bigint,
-    codec          smallint,
-    producer       text,
-    blob           bytea,
-    total          bigint
-) LANGUAGE sql STABLE AS $$
+) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
     SELECT d.id, d.partition_id, q.name, p.name, d.consumer_group, d.message_offset,
            d.transaction_id, d.error_message, d.retry_count, d.failed_at, d.created_at,
            d.segment_base, d.codec, d.producer, d.blob, count(*) OVER ()
