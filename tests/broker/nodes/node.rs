@@ -7,6 +7,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::support::ack_batch;
+pub use crate::support::read;
+
 /// A node's identity and a client for its HTTP port.
 pub struct Node {
     /// `QUEEN_NODE_ID`.
@@ -171,31 +174,7 @@ pub async fn ack_with(
     popped: &[Value],
     status: &str,
 ) -> Vec<Value> {
-    let acks: Vec<Value> = popped
-        .iter()
-        .map(|m| {
-            json!({
-                "transactionId": m["transactionId"],
-                "partitionId": m["partitionId"],
-                "leaseId": m["leaseId"],
-                "status": status,
-                "error": if status == "failed" { json!("handler failed") } else { Value::Null },
-            })
-        })
-        .collect();
-    let response = http
-        .post(format!("{base}/api/v1/ack/batch"))
-        .json(&json!({ "acknowledgments": acks, "consumerGroup": null }))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("ack on {base}: {e}"));
-    let (code, body) = read(response).await;
-    assert_eq!(
-        code,
-        StatusCode::OK,
-        "ack on {base} answered {code}: {body}"
-    );
-    body.as_array().expect("ack answers an array").clone()
+    ack_batch(http, base, popped, status, None).await
 }
 
 /// The messages of a pop answer (empty on 204); panics on any other status.
@@ -205,17 +184,4 @@ pub fn messages(node: &str, status: StatusCode, body: &Value) -> Vec<Value> {
         StatusCode::OK => body["messages"].as_array().expect("messages array").clone(),
         other => panic!("pop on node {node} answered {other}: {body}"),
     }
-}
-
-/// The status and the parsed body (Null when empty, a string when not JSON).
-pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
-    let status = response.status();
-    let bytes = response.bytes().await.expect("read the answer");
-    let body = if bytes.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
-    };
-    (status, body)
 }

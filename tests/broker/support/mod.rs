@@ -159,26 +159,7 @@ impl TestBroker {
         status: &str,
         group: Option<&str>,
     ) -> Vec<Value> {
-        let acks: Vec<Value> = messages
-            .iter()
-            .map(|m| {
-                json!({
-                    "transactionId": m["transactionId"],
-                    "partitionId": m["partitionId"],
-                    "leaseId": m["leaseId"],
-                    "status": status,
-                    "error": if status == "failed" { json!("handler failed") } else { Value::Null },
-                })
-            })
-            .collect();
-        let (code, body) = self
-            .post(
-                "/api/v1/ack/batch",
-                &json!({ "acknowledgments": acks, "consumerGroup": group }),
-            )
-            .await;
-        assert_eq!(code, StatusCode::OK, "ack answered {code}: {body}");
-        body.as_array().expect("ack answers an array").clone()
+        ack_batch(&self.http, &self.base, messages, status, group).await
     }
 
     /// Stops the broker.
@@ -200,7 +181,8 @@ impl Drop for TestBroker {
     }
 }
 
-async fn read(response: reqwest::Response) -> (StatusCode, Value) {
+/// The status and the parsed body of an answer (Null when empty, a string when not JSON).
+pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();
     let bytes = response.bytes().await.expect("read the answer");
     let body = if bytes.is_empty() {
@@ -210,6 +192,42 @@ async fn read(response: reqwest::Response) -> (StatusCode, Value) {
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
     };
     (status, body)
+}
+
+/// Acks messages (as popped) with one status through `POST {base}/api/v1/ack/batch`;
+/// asserts a 200 and returns the per-item answers. Any broker, in-process or not.
+pub async fn ack_batch(
+    http: &reqwest::Client,
+    base: &str,
+    messages: &[Value],
+    status: &str,
+    group: Option<&str>,
+) -> Vec<Value> {
+    let acks: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            json!({
+                "transactionId": m["transactionId"],
+                "partitionId": m["partitionId"],
+                "leaseId": m["leaseId"],
+                "status": status,
+                "error": if status == "failed" { json!("handler failed") } else { Value::Null },
+            })
+        })
+        .collect();
+    let response = http
+        .post(format!("{base}/api/v1/ack/batch"))
+        .json(&json!({ "acknowledgments": acks, "consumerGroup": group }))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("ack on {base}: {e}"));
+    let (code, body) = read(response).await;
+    assert_eq!(
+        code,
+        StatusCode::OK,
+        "ack on {base} answered {code}: {body}"
+    );
+    body.as_array().expect("ack answers an array").clone()
 }
 
 /// A loopback port that was free a moment ago (for settings that take a port number
