@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::wire::{ack, configure, metrics, pop};
+use super::wire::{configure, metrics, pop};
 use super::Settings;
 use crate::support;
+use crate::support::ack;
 
 /// A drain in which no consumer receives a new message for this long has lost messages:
 /// with pops parked for 2 s, a live queue hands something out well within it.

@@ -33,39 +33,6 @@ pub(crate) async fn pop(http: &reqwest::Client, url: &str) -> anyhow::Result<Vec
     }
 }
 
-/// Acks `messages` completed in one batch; returns how many the broker refused.
-pub(crate) async fn ack(
-    http: &reqwest::Client,
-    base: &str,
-    messages: &[Value],
-) -> anyhow::Result<usize> {
-    let acks: Vec<Value> = messages
-        .iter()
-        .map(|m| {
-            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                   "leaseId": m["leaseId"], "status": "completed"})
-        })
-        .collect();
-    let response = http
-        .post(format!("{base}/api/v1/ack/batch"))
-        .json(&json!({"acknowledgments": acks}))
-        .send()
-        .await?;
-    anyhow::ensure!(
-        response.status().is_success(),
-        "ack answered {}",
-        response.status()
-    );
-    let answer: Value = response.json().await?;
-    let applied = answer.as_array().map_or(0, |items| {
-        items
-            .iter()
-            .filter(|i| i["success"] == true && i["error"].is_null())
-            .count()
-    });
-    Ok(messages.len().saturating_sub(applied))
-}
-
 pub(crate) async fn metrics(http: &reqwest::Client, base: &str) -> anyhow::Result<Value> {
     Ok(http
         .get(format!("{base}/metrics"))
