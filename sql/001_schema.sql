@@ -31,12 +31,17 @@ CREATE TABLE IF NOT EXISTS queen.queues (
     max_wait_time_seconds       integer     NOT NULL DEFAULT 0,
     ttl_seconds                 integer     NOT NULL DEFAULT 3600,
     min_pop_wait_time           integer     NOT NULL DEFAULT 0,
+    -- Seconds a transaction id stays a duplicate in a partition; NULL: the broker's default
+    -- (QUEEN_DEDUP_WINDOW_SECS), 0: no dedup.
+    dedup_window_seconds        integer,
     -- Option keys this broker does not interpret, kept so a configure round-trips them.
     extra_options               jsonb       NOT NULL DEFAULT '{}'::jsonb,
     created_at                  timestamptz NOT NULL DEFAULT now(),
     updated_at                  timestamptz NOT NULL DEFAULT now(),
     UNIQUE (tenant, name)
 );
+-- Databases created before the dedup window existed.
+ALTER TABLE queen.queues ADD COLUMN IF NOT EXISTS dedup_window_seconds integer;
 CREATE INDEX IF NOT EXISTS queues_namespace_task_idx ON queen.queues (tenant, namespace, task);
 
 CREATE TABLE IF NOT EXISTS queen.log_partitions (
@@ -66,10 +71,16 @@ CREATE TABLE IF NOT EXISTS queen.log_segments (
     -- Producer identity stamped by the broker, applied when frames are rendered.
     producer      text,
     blob          bytea       NOT NULL,
+    -- queen.txn_hash of each message's transaction id, in offset order: transaction-id
+    -- dedup and acks resolve ids through it instead of a row per message. NULL on
+    -- segments written before it existed (their ids are in the legacy queen.dedup rows).
+    txn_hashes    bigint[],
     PRIMARY KEY (partition_id, base_offset),
     CHECK (end_offset = base_offset + msg_count - 1)
 );
 ALTER TABLE queen.log_segments ALTER COLUMN blob SET STORAGE EXTERNAL;
+-- Databases created before transaction-id hashes existed.
+ALTER TABLE queen.log_segments ADD COLUMN IF NOT EXISTS txn_hashes bigint[];
 
 CREATE TABLE IF NOT EXISTS queen.log_consumers (
     partition_id      bigint      NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
@@ -116,11 +127,10 @@ CREATE TABLE IF NOT EXISTS queen.consumer_groups_metadata (
 ALTER TABLE queen.consumer_groups_metadata
     ADD COLUMN IF NOT EXISTS conflation boolean NOT NULL DEFAULT false;
 
--- Transaction-id dedup, one row per stored message. It doubles as the index from a
--- message's (partition, transactionId) to its offset, which the SQL ack path needs.
--- No foreign key on purpose: its check is one more query per message on the push hot path
--- (measured: about half of PostgreSQL's CPU per pushed message), and the push writes these
--- rows under the partition's row lock anyway. Whoever deletes a partition deletes its rows.
+-- Legacy transaction-id dedup, one row per message, written by log_push_v1 only (brokers
+-- before log_push_v2, which keeps the ids as log_segments.txn_hashes instead). Readers
+-- fall back to it for segments without txn_hashes. No foreign key on purpose: whoever
+-- deletes a partition deletes its rows.
 CREATE TABLE IF NOT EXISTS queen.dedup (
     partition_id   bigint NOT NULL,
     transaction_id text   NOT NULL,

@@ -1,4 +1,5 @@
--- 002_log_push: append one segment to one partition.
+-- 002_log_push: append one segment to one partition (brokers before log_push_v2 in
+-- 016; kept for rolling upgrades: it still writes the legacy dedup rows, and txn_hashes).
 --
 -- queen.log_push_v1(p_tenant, p_queue, p_partition, p_txn_ids, p_msg_ids, p_blob, p_codec,
 --                   p_producer)
@@ -106,10 +107,14 @@ BEGIN
     LIMIT 1;
     v_created := GREATEST(clock_timestamp(), v_prev_at);
 
+    -- txn_hashes too, so brokers on log_push_v2 see these ids (rolling upgrades).
     INSERT INTO queen.log_segments
-        (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob)
+        (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
+         txn_hashes)
     VALUES
-        (v_pid, v_last + 1, v_last + v_count, v_count, v_created, p_codec, p_producer, p_blob);
+        (v_pid, v_last + 1, v_last + v_count, v_count, v_created, p_codec, p_producer, p_blob,
+         (SELECT array_agg(queen.txn_hash(t.txn) ORDER BY t.i)
+          FROM unnest(p_txn_ids) WITH ORDINALITY AS t (txn, i)));
 
     UPDATE queen.log_partitions p
     SET last_offset = v_last + v_count,

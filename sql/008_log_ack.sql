@@ -2,7 +2,8 @@
 --
 -- queen.log_ack_v1(p_pid, p_group, p_lease, p_txn_ids, p_offsets, p_statuses, p_errors)
 --   Items are parallel arrays (1-based). p_offsets[i] may be NULL: the offset is then found
---   through queen.dedup by (partition, transaction id), which is what lets any node ack.
+--   by transaction id within the lease's span (queen.log_resolve_offsets_v1, through the
+--   segments' txn_hashes), which is what lets any node ack.
 --   Locks the consumer row (FOR UPDATE, a short wait behind a pop at most) and refuses every
 --   item when the row has no live lease or p_lease names another one (NULL/'' p_lease acks
 --   against the live lease). Statuses:
@@ -91,14 +92,20 @@ BEGIN
     FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
     WHERE p.id = p_pid;
 
-    -- Resolve offsets (the registry's, or through the dedup index).
+    -- Resolve offsets: the caller's, else by transaction id within the lease's own span
+    -- (the segments it covers), so the cost follows the batch, not the partition.
     v_ok := array_fill(false, ARRAY[v_n]);
     v_err := array_fill(NULL::text, ARRAY[v_n]);
     v_dlq := array_fill(false, ARRAY[v_n]);
-    SELECT array_agg(coalesce(o.off, d.message_offset) ORDER BY o.i) INTO v_offs
-    FROM unnest(p_offsets, p_txn_ids) WITH ORDINALITY AS o (off, txn, i)
-    LEFT JOIN queen.dedup d
-      ON o.off IS NULL AND d.partition_id = p_pid AND d.transaction_id = o.txn;
+    IF p_offsets IS NULL OR array_position(p_offsets, NULL) IS NOT NULL THEN
+        v_offs := queen.log_resolve_offsets_v1(p_pid, v_c.committed, v_c.batch_end, p_txn_ids);
+        IF p_offsets IS NOT NULL THEN
+            SELECT array_agg(coalesce(o.off, v_offs[o.i]) ORDER BY o.i) INTO v_offs
+            FROM unnest(p_offsets) WITH ORDINALITY AS o (off, i);
+        END IF;
+    ELSE
+        v_offs := p_offsets;
+    END IF;
 
     v_done := v_c.acked_ahead;
     v_fail_off := v_c.failed_offset;

@@ -5,7 +5,8 @@
 --   retry_limit, priority, delayed_processing, window_buffer, max_size, retention_seconds,
 --   completed_retention_seconds, retention_enabled, encryption_enabled, retry_delay_ms,
 --   dead_letter_queue, dlq_after_max_retries, max_wait_time_seconds, ttl_seconds,
---   min_pop_wait_time) plus `extra` (an object of keys this broker does not interpret).
+--   min_pop_wait_time, dedup_window_seconds) plus `extra` (an object of keys this broker
+--   does not interpret).
 --   A key absent from p_options keeps the stored value (the column default on creation).
 --   Also makes sure the queue's `Default` partition exists. Returns the queue row id, the
 --   Default partition id and the effective row as JSON. Locks the queue row.
@@ -52,6 +53,9 @@ BEGIN
                                          q.max_wait_time_seconds),
         ttl_seconds = coalesce((o->>'ttl_seconds')::integer, q.ttl_seconds),
         min_pop_wait_time = coalesce((o->>'min_pop_wait_time')::integer, q.min_pop_wait_time),
+        dedup_window_seconds = CASE WHEN o ? 'dedup_window_seconds'
+                                    THEN (o->>'dedup_window_seconds')::integer
+                                    ELSE q.dedup_window_seconds END,
         extra_options = q.extra_options || coalesce(o->'extra', '{}'::jsonb),
         updated_at = now()
     WHERE q.tenant = p_tenant AND q.name = p_queue

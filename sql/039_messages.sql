@@ -17,7 +17,7 @@
 --   message, because segments are pre-filtered by status range). The blob (with codec and
 --   producer) comes only on the first row of each segment, NULL on the others.
 -- queen.message_get_v1(p_tenant, p_partition_id, p_transaction_id)
---   One message found through queen.dedup, with its segment, its status, its latest dead
+--   One message found by its transaction id (queen.log_find_offset_v1), with its segment, its status, its latest dead
 --   letter (error_message, retry_count), the queue's configuration and every group's view
 --   of it ([{consumerGroup, committed, status, leaseActive}]). No row when unknown.
 -- Read only; no locks, no notifications.
@@ -161,7 +161,10 @@ CREATE OR REPLACE FUNCTION queen.message_get_v1(
                          'leaseActive', g.worker_id IS NOT NULL AND g.lease_expires_at > now())
                          ORDER BY g.consumer_group)
                      FROM queen.log_consumers g WHERE g.partition_id = p.id), '[]'::jsonb)
-    FROM queen.dedup d
+    -- The message's offset by its transaction id (segments' txn_hashes, else legacy
+    -- dedup rows): see 015_txn_hash.
+    FROM (SELECT p_partition_id AS partition_id, p_transaction_id AS transaction_id,
+                 queen.log_find_offset_v1(p_partition_id, p_transaction_id) AS message_offset) d
     JOIN queen.log_partitions p ON p.id = d.partition_id
     JOIN queen.queues q ON q.id = p.queue_id
     JOIN LATERAL (

@@ -21,7 +21,10 @@ CREATE OR REPLACE FUNCTION queen.message_segment_lock_v1(
 ) RETURNS TABLE (message_offset bigint, base_offset bigint, codec smallint, blob bytea)
 LANGUAGE sql VOLATILE AS $$
     SELECT d.message_offset, s.base_offset, s.codec, s.blob
-    FROM queen.dedup d
+    -- The message's offset by its transaction id (segments' txn_hashes, else legacy
+    -- dedup rows): see 015_txn_hash.
+    FROM (SELECT p_partition_id AS partition_id, p_transaction_id AS transaction_id,
+                 queen.log_find_offset_v1(p_partition_id, p_transaction_id) AS message_offset) d
     JOIN queen.log_partitions p ON p.id = d.partition_id
     JOIN queen.queues q ON q.id = p.queue_id
     JOIN queen.log_segments s

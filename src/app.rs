@@ -22,6 +22,7 @@ use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError};
 use crate::http::{routes, AppState};
 use crate::limiter::Limiter;
+use crate::log::push::window::DedupWindows;
 use crate::maintenance;
 use crate::mesh::inbox::BrokerInbox;
 use crate::mesh::Mesh;
@@ -154,6 +155,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
         encrypted_queues: Default::default(),
+        dedup: DedupWindows::new(config.push.dedup_max_entries),
     });
     mesh.listen(
         mesh_listener,

@@ -168,6 +168,14 @@ pub struct PushConfig {
     /// `encryptionEnabled`. Every node needs the same key; without one, such queues cannot
     /// be configured.
     pub payload_key: Option<crate::segment::PayloadKey>,
+    /// `QUEEN_DEDUP_WINDOW_SECS`: how long a transaction id stays a duplicate in its
+    /// partition for queues without `dedupWindowSeconds` (default 300, as SQS FIFO's five
+    /// minutes; 0 turns dedup off for them).
+    pub dedup_window_secs: i32,
+    /// `QUEEN_DEDUP_MAX_ENTRIES`: transaction-id hashes the dedup windows hold in memory at
+    /// most (default 4,000,000, about 150 MB); past it, the least recently pushed
+    /// partitions' windows are read back from PostgreSQL on their next push.
+    pub dedup_max_entries: usize,
 }
 
 /// Log output (the filter itself is `RUST_LOG`, default `info`).
@@ -235,6 +243,23 @@ impl Config {
             },
             push: PushConfig {
                 zstd_level: vars.parse("QUEEN_ZSTD_LEVEL", 1, "a zstd level (1-19)")?,
+                dedup_window_secs: {
+                    let rule = "whole seconds, 0 to 604800";
+                    let secs: u32 = vars.parse("QUEEN_DEDUP_WINDOW_SECS", 300, rule)?;
+                    i32::try_from(secs)
+                        .ok()
+                        .filter(|s| *s <= 604_800)
+                        .ok_or_else(|| ConfigError::Invalid {
+                            name: "QUEEN_DEDUP_WINDOW_SECS",
+                            value: secs.to_string(),
+                            rule,
+                        })?
+                },
+                dedup_max_entries: vars.parse(
+                    "QUEEN_DEDUP_MAX_ENTRIES",
+                    4_000_000,
+                    "a count of transaction ids",
+                )?,
                 payload_key: match vars.get("QUEEN_ENCRYPTION_KEY") {
                     None => None,
                     Some(hex) => Some(crate::segment::PayloadKey::from_hex(hex).map_err(|_| {

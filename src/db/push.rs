@@ -1,110 +1,112 @@
-//! Appending segments: the wrapper of `queen.log_push_v1`.
+//! Appending segments: the wrapper of `queen.log_push_v2`, and the read of one stored
+//! segment that confirms a duplicate.
 
-use tokio_postgres::{GenericClient, Statement, Transaction};
-use uuid::Uuid;
+use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
 
-const LOG_PUSH: &str = "SELECT partition_id, duplicate, transaction_id, message_id, base_offset
-     FROM queen.log_push_v1($1, $2, $3, $4, $5, $6, $7, $8)";
+const LOG_PUSH: &str = "SELECT stale, partition_id, last_offset, window_seconds, seg_base, \
+     seg_end, seg_age_ms, seg_hashes, seg_codec, seg_blob \
+     FROM queen.log_push_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
-/// One segment for one (queue, partition), ready to append.
-pub struct SegmentAppend<'a> {
+const SEGMENT_READ: &str = "SELECT codec, blob FROM queen.log_segments \
+     WHERE partition_id = $1 AND base_offset = $2";
+
+/// One segment of an append: its message count, codec byte and stored bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct NewSegment<'a> {
+    /// Messages (frames) in `bytes`.
+    pub count: i32,
+    /// Codec byte of `bytes`.
+    pub codec: i16,
+    /// The stored bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Segments for one (queue, partition), ready to append after the broker's dedup check.
+pub struct PartitionAppend<'a> {
     /// Tenant of the queue.
     pub tenant: &'a str,
     /// Queue name (created when missing).
     pub queue: &'a str,
     /// Partition name (created when missing).
     pub partition: &'a str,
-    /// Transaction ids in frame order, free of duplicates among themselves.
-    pub transaction_ids: &'a [String],
-    /// Message ids in frame order.
-    pub message_ids: &'a [Uuid],
-    /// The stored bytes.
-    pub blob: &'a [u8],
-    /// Codec byte of `blob`.
-    pub codec: i16,
-    /// Producer stamped on the segment, if any.
+    /// Last offset whose transaction ids the broker's window holds (None: none).
+    pub known_last: Option<i64>,
+    /// Dedup window of queues that set none, seconds.
+    pub default_window_secs: i32,
+    /// The segments, appended at consecutive offsets in this order.
+    pub segments: &'a [NewSegment<'a>],
+    /// `txn_hash` of every message of `segments`, in order.
+    pub hashes: &'a [i64],
+    /// Producer stamped on the segments, if any.
     pub producer: Option<&'a str>,
 }
 
-/// A transaction id already stored in the partition.
+/// A segment other writers appended within the dedup window, as a stale answer lists it.
 #[derive(Debug, Clone)]
-pub struct StoredDuplicate {
-    /// The transaction id.
-    pub transaction_id: String,
-    /// The id of the message stored under it.
-    pub message_id: Uuid,
-    /// Its offset.
-    pub offset: i64,
+pub struct WindowSegment {
+    /// Its first offset.
+    pub base: i64,
+    /// Its last offset.
+    pub end: i64,
+    /// How long ago it was stored, ms.
+    pub age_ms: i64,
+    /// Its transaction-id hashes in offset order (None: a legacy segment; see `blob`).
+    pub hashes: Option<Vec<i64>>,
+    /// Codec and bytes of a legacy segment, whose ids must be read from its frames.
+    pub blob: Option<(i16, Vec<u8>)>,
 }
 
-/// What `log_push_v1` did.
+/// What `log_push_v2` did.
 #[derive(Debug)]
 pub enum AppendOutcome {
-    /// The segment was stored at `base_offset`.
+    /// The segments were stored after `previous_last`.
     Stored {
         /// The partition's id.
         partition_id: i64,
-        /// Offset of the segment's first message.
-        base_offset: i64,
+        /// The partition's last offset before the append.
+        previous_last: i64,
+        /// The queue's dedup window, seconds (0: off).
+        window_secs: i32,
     },
-    /// Nothing was stored: these transaction ids already exist (rebuild without them).
-    Duplicates {
+    /// Nothing was stored: other writers appended since `known_last`; add `segments` to the
+    /// window, check again and call again (the partition lock is held).
+    Stale {
         /// The partition's id.
         partition_id: i64,
-        /// The stored duplicates.
-        duplicates: Vec<StoredDuplicate>,
+        /// The partition's last offset now.
+        last_offset: i64,
+        /// The queue's dedup window, seconds.
+        window_secs: i32,
+        /// The segments above `known_last` inside the window, newest first.
+        segments: Vec<WindowSegment>,
     },
 }
 
-/// One push's transaction: every segment of a request is appended in it, all or nothing.
-pub struct PushTransaction<'c> {
-    tx: Transaction<'c>,
-    statement: Statement,
-}
-
-impl<'c> PushTransaction<'c> {
-    /// Opens the transaction on a pooled connection.
-    pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
-        let statement = statement(conn).await?;
-        let tx = conn
-            .client()
-            .transaction()
-            .await
-            .map_err(|e| DbError::query("log_push_v1", e))?;
-        Ok(Self { tx, statement })
-    }
-
-    /// Calls `queen.log_push_v1`. Afterwards this transaction holds the partition's lock, so
-    /// a second call without the reported duplicates is authoritative. Callers append
-    /// partitions in (queue, partition) order so that two pushes cannot deadlock.
-    pub async fn append(&self, append: &SegmentAppend<'_>) -> Result<AppendOutcome, DbError> {
-        append_in(&self.tx, &self.statement, append).await
-    }
-
-    /// Commits every appended segment at once.
-    pub async fn commit(self) -> Result<(), DbError> {
-        self.tx
-            .commit()
-            .await
-            .map_err(|e| DbError::query("log_push_v1", e))
-    }
-}
-
-/// Prepares (once per connection) the statement calling `queen.log_push_v1`, for
+/// Prepares (once per connection) the statement calling `queen.log_push_v2`, for
 /// [`append_in`].
 pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
-    conn.statement("log_push_v1", LOG_PUSH).await
+    conn.statement("log_push_v2", LOG_PUSH).await
 }
 
-/// Calls `queen.log_push_v1` inside a transaction the caller owns, with the statement from
-/// [`statement`]. Same contract as [`PushTransaction::append`].
+/// Prepares (once per connection) the statement of [`read_segment`].
+pub async fn segment_statement(conn: &mut PgConn) -> Result<Statement, DbError> {
+    conn.statement("segment_read", SEGMENT_READ).await
+}
+
+/// Calls `queen.log_push_v2` inside a transaction the caller owns, with the statement from
+/// [`statement`]. After it, the transaction holds the partition's lock, so a second call
+/// after a stale answer is authoritative. Callers append partitions in (queue, partition)
+/// order so that two pushes cannot deadlock.
 pub async fn append_in(
     tx: &impl GenericClient,
     statement: &Statement,
-    append: &SegmentAppend<'_>,
+    append: &PartitionAppend<'_>,
 ) -> Result<AppendOutcome, DbError> {
+    let counts: Vec<i32> = append.segments.iter().map(|s| s.count).collect();
+    let codecs: Vec<i16> = append.segments.iter().map(|s| s.codec).collect();
+    let blobs: Vec<&[u8]> = append.segments.iter().map(|s| s.bytes).collect();
     let rows = tx
         .query(
             statement,
@@ -112,35 +114,62 @@ pub async fn append_in(
                 &append.tenant,
                 &append.queue,
                 &append.partition,
-                &append.transaction_ids,
-                &append.message_ids,
-                &append.blob,
-                &append.codec,
+                &append.known_last,
+                &append.default_window_secs,
+                &counts,
+                &codecs,
+                &blobs,
+                &append.hashes,
                 &append.producer,
             ],
         )
         .await
-        .map_err(|e| DbError::query("log_push_v1", e))?;
+        .map_err(|e| DbError::query("log_push_v2", e))?;
     let first = rows
         .first()
-        .expect("log_push_v1 returns at least one row for a non-empty segment");
+        .expect("log_push_v2 returns at least one row for a non-empty append");
     let partition_id: i64 = first.get("partition_id");
-    if !first.get::<_, bool>("duplicate") {
+    let last_offset: i64 = first.get("last_offset");
+    let window_secs: i32 = first.get("window_seconds");
+    if !first.get::<_, bool>("stale") {
         return Ok(AppendOutcome::Stored {
             partition_id,
-            base_offset: first.get("base_offset"),
+            previous_last: last_offset,
+            window_secs,
         });
     }
-    let duplicates = rows
+    let segments = rows[1..]
         .iter()
-        .map(|row| StoredDuplicate {
-            transaction_id: row.get("transaction_id"),
-            message_id: row.get("message_id"),
-            offset: row.get("base_offset"),
+        .map(|row| {
+            let codec: Option<i16> = row.get("seg_codec");
+            let blob: Option<Vec<u8>> = row.get("seg_blob");
+            WindowSegment {
+                base: row.get("seg_base"),
+                end: row.get("seg_end"),
+                age_ms: row.get("seg_age_ms"),
+                hashes: row.get("seg_hashes"),
+                blob: codec.zip(blob),
+            }
         })
         .collect();
-    Ok(AppendOutcome::Duplicates {
+    Ok(AppendOutcome::Stale {
         partition_id,
-        duplicates,
+        last_offset,
+        window_secs,
+        segments,
     })
+}
+
+/// The codec and bytes of the segment at `(partition_id, base_offset)`, if it still exists.
+pub async fn read_segment(
+    client: &impl GenericClient,
+    statement: &Statement,
+    partition_id: i64,
+    base_offset: i64,
+) -> Result<Option<(i16, Vec<u8>)>, DbError> {
+    let row = client
+        .query_opt(statement, &[&partition_id, &base_offset])
+        .await
+        .map_err(|e| DbError::query("segment_read", e))?;
+    Ok(row.map(|row| (row.get(0), row.get(1))))
 }

@@ -63,6 +63,14 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../sql/014_group_conflation.sql"),
     ),
     (
+        "015_txn_hash.sql",
+        include_str!("../../sql/015_txn_hash.sql"),
+    ),
+    (
+        "016_log_push_v2.sql",
+        include_str!("../../sql/016_log_push_v2.sql"),
+    ),
+    (
         "020_lease_require.sql",
         include_str!("../../sql/020_lease_require.sql"),
     ),

@@ -7,7 +7,7 @@
 use tokio_postgres::{Statement, Transaction};
 
 use super::ack::{self, AckItem, AckVerdict};
-use super::push::{self, AppendOutcome, SegmentAppend};
+use super::push::{self, AppendOutcome, PartitionAppend};
 use super::{DbError, PgConn};
 
 const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($1)";
@@ -18,6 +18,7 @@ const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($
 pub struct DataTransaction<'c> {
     tx: Transaction<'c>,
     push: Statement,
+    segment: Statement,
     ack: Statement,
     lease: Statement,
 }
@@ -26,6 +27,7 @@ impl<'c> DataTransaction<'c> {
     /// Prepares the statements (cached per connection) and opens the transaction.
     pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
         let push = push::statement(conn).await?;
+        let segment = push::segment_statement(conn).await?;
         let ack = ack::statement(conn).await?;
         let lease = conn.statement("lease_require_v1", LEASE_REQUIRE).await?;
         let tx = conn
@@ -36,14 +38,24 @@ impl<'c> DataTransaction<'c> {
         Ok(Self {
             tx,
             push,
+            segment,
             ack,
             lease,
         })
     }
 
-    /// Calls `queen.log_push_v1` (see [`push::PushTransaction::append`]).
-    pub async fn append(&self, append: &SegmentAppend<'_>) -> Result<AppendOutcome, DbError> {
+    /// Calls `queen.log_push_v2` (see [`push::append_in`]).
+    pub async fn append(&self, append: &PartitionAppend<'_>) -> Result<AppendOutcome, DbError> {
         push::append_in(&self.tx, &self.push, append).await
+    }
+
+    /// Reads one stored segment (see [`push::read_segment`]).
+    pub async fn read_segment(
+        &self,
+        partition_id: i64,
+        base_offset: i64,
+    ) -> Result<Option<(i16, Vec<u8>)>, DbError> {
+        push::read_segment(&self.tx, &self.segment, partition_id, base_offset).await
     }
 
     /// Calls `queen.log_ack_v1` for items of one (partition, group) under `lease` (empty:

@@ -137,6 +137,14 @@ const KNOWN: &[(&str, &str, Kind)] = &[
         },
     ),
     (
+        "dedupWindowSeconds",
+        "dedup_window_seconds",
+        Kind::Int {
+            min: 0,
+            max: 7 * DAY_SECS,
+        },
+    ),
+    (
         "minPopWaitTime",
         "min_pop_wait_time",
         Kind::Int {

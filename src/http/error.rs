@@ -65,6 +65,7 @@ impl From<PushError> for ApiError {
             PushError::Frame { .. } => ApiError::BadRequest(e.to_string()),
             PushError::Blob(b) => ApiError::Corrupt(Box::new(b)),
             PushError::NoKey { .. } => ApiError::Misconfigured(e.to_string()),
+            PushError::WindowRace { .. } => ApiError::Conflict(e.to_string()),
         }
     }
 }

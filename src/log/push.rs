@@ -1,8 +1,10 @@
 //! Push: one segment per (queue, partition) of a request, all appended in one transaction.
 //!
 //! Transaction ids dedup within the request first (the first occurrence wins), then against
-//! the partition in SQL: when `log_push_v1` reports stored duplicates, the segment is
-//! rebuilt without them and appended again under the partition lock it already holds.
+//! the partition's dedup window ([`window`]): the ids stored within the queue's
+//! `dedupWindowSeconds`, which this node keeps in memory and `queen.log_push_v2` keeps
+//! honest under the partition lock. No row is written per message: each segment stores
+//! its messages' transaction-id hashes, which acks and admin lookups read.
 //! [`stage`] does the database work inside a caller's transaction (a transaction bundle);
 //! [`push`] wraps it in a transaction of its own.
 //!
@@ -22,11 +24,13 @@ use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::log::encryption::seal_payloads;
-use crate::segment::{BlobError, FrameError};
+use crate::segment::{txn_hash, BlobError, FrameError};
 
 mod append;
+pub mod window;
 
-use append::{append_groups, Prebuilt};
+use append::{append_groups, Request};
+use window::{DedupWindows, WindowKey};
 
 /// One message to store.
 #[derive(Debug, Clone)]
@@ -78,6 +82,10 @@ pub struct PushOutcome {
     pub partition_id: i64,
     /// The message's offset in its partition.
     pub offset: i64,
+    /// `txn_hash` of the transaction id (what the partition's dedup window holds).
+    pub txn_hash: i64,
+    /// The queue's dedup window in seconds as the append saw it (0: off, or a duplicate).
+    pub dedup_window_secs: i32,
 }
 
 /// Why a push stored nothing.
@@ -98,6 +106,15 @@ pub enum PushError {
     /// A segment could not be compressed.
     #[error("segment could not be built")]
     Blob(#[from] BlobError),
+    /// Other writers kept changing the partition while its dedup window was brought up to
+    /// date (windows evicted under memory pressure); nothing was stored.
+    #[error("push to {queue}/{partition} raced its dedup window; retry")]
+    WindowRace {
+        /// The queue.
+        queue: String,
+        /// The partition.
+        partition: String,
+    },
     /// The queue is encrypted but this node has no `QUEEN_ENCRYPTION_KEY`.
     #[error("queue {queue} is encrypted but this broker has no QUEEN_ENCRYPTION_KEY")]
     NoKey {
@@ -133,10 +150,11 @@ pub async fn push_prebuilt(
     // Sealing reads queue options on a connection of its own: before this push holds one.
     let prepared = prepare(broker, tenant, items, prebuilt.to_vec()).await?;
     let mut conn = broker.db.conn().await?;
-    let outcomes = match stage_and_commit(&mut conn, tenant, items, &prepared, zstd_level).await {
-        Err(PushError::Db(error)) => return Err(PushError::Db(conn.note(error))),
-        result => result?,
-    };
+    let outcomes =
+        match stage_and_commit(&mut conn, broker, tenant, items, &prepared, zstd_level).await {
+            Err(PushError::Db(error)) => return Err(PushError::Db(conn.note(error))),
+            result => result?,
+        };
     drop(conn);
     announce(broker, tenant, items, &outcomes);
     Ok(outcomes)
@@ -149,6 +167,7 @@ pub async fn push_prebuilt(
 pub struct PreparedPush {
     message_ids: Vec<Uuid>,
     txn_ids: Vec<String>,
+    hashes: Vec<i64>,
     sealed: Vec<Option<Vec<u8>>>,
     prebuilt: Vec<PrebuiltSegment>,
     segment_of: Vec<Option<usize>>,
@@ -180,6 +199,7 @@ pub async fn prepare(
                 .unwrap_or_else(|| id.to_string())
         })
         .collect();
+    let hashes = txn_ids.iter().map(|t| txn_hash(t)).collect();
     let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
     // A client's group holds plaintext frames: in an encrypted queue it must be rebuilt.
     for (i, seal) in sealed.iter().enumerate() {
@@ -190,6 +210,7 @@ pub async fn prepare(
     Ok(PreparedPush {
         message_ids,
         txn_ids,
+        hashes,
         sealed,
         prebuilt,
         segment_of,
@@ -201,6 +222,7 @@ pub async fn prepare(
 /// sees earlier appends of the same transaction.
 pub async fn stage(
     tx: &DataTransaction<'_>,
+    broker: &Broker,
     tenant: &Tenant,
     items: &[PushItem],
     prepared: &PreparedPush,
@@ -220,22 +242,15 @@ pub async fn stage(
     }
 
     let mut outcomes: Vec<Option<PushOutcome>> = vec![None; items.len()];
-    append_groups(
-        tx,
+    let request = Request {
         tenant,
         items,
-        &prepared.message_ids,
-        &prepared.txn_ids,
-        &prepared.sealed,
-        &groups,
-        Prebuilt {
-            segments: &prepared.prebuilt,
-            segment_of: &prepared.segment_of,
-        },
+        prepared,
+        windows: &broker.dedup,
+        default_window_secs: broker.config.push.dedup_window_secs,
         zstd_level,
-        &mut outcomes,
-    )
-    .await?;
+    };
+    append_groups(tx, &request, &groups, &mut outcomes).await?;
     Ok(outcomes
         .into_iter()
         .map(|o| o.expect("every item gets an outcome"))
@@ -244,20 +259,23 @@ pub async fn stage(
 
 async fn stage_and_commit(
     conn: &mut PgConn,
+    broker: &Broker,
     tenant: &Tenant,
     items: &[PushItem],
     prepared: &PreparedPush,
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
     let tx = DataTransaction::begin(conn).await?;
-    let outcomes = stage(&tx, tenant, items, prepared, zstd_level).await?;
+    let outcomes = stage(&tx, broker, tenant, items, prepared, zstd_level).await?;
     tx.commit().await?;
     Ok(outcomes)
 }
 
 /// Tells the local group actors, and the peers through the mesh, which partitions
-/// received how many messages. Call it only after the commit that stored `outcomes`.
+/// received how many messages, and extends the partitions' dedup windows. Call it only
+/// after the commit that stored `outcomes`.
 pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
+    remember(&broker.dedup, tenant, items, outcomes);
     // (partition id, messages, last offset) per (queue, partition).
     let mut landed: BTreeMap<(&QueueName, &PartitionName), (i64, u32, i64)> = BTreeMap::new();
     for (item, outcome) in items.iter().zip(outcomes) {
@@ -282,5 +300,39 @@ pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: 
         broker
             .registry
             .push_landed(tenant, queue, partition, messages, WakeSource::Push);
+    }
+}
+
+/// Adds what `outcomes` stored to the dedup windows (after the commit: a window holds
+/// committed ids only).
+fn remember(windows: &DedupWindows, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
+    // Per partition: its id, window, and (offset, hash) of every stored message.
+    type Stored = (i64, i32, Vec<(i64, i64)>);
+    let mut stored: BTreeMap<(&QueueName, &PartitionName), Stored> = BTreeMap::new();
+    for (item, o) in items.iter().zip(outcomes) {
+        if o.status == PushStatus::Queued {
+            stored
+                .entry((&item.queue, &item.partition))
+                .or_insert_with(|| (o.partition_id, o.dedup_window_secs, Vec::new()))
+                .2
+                .push((o.offset, o.txn_hash));
+        }
+    }
+    for ((queue, partition), (partition_id, window_secs, mut messages)) in stored {
+        messages.sort_unstable_by_key(|(offset, _)| *offset);
+        let previous_last = messages[0].0 - 1;
+        let dense = messages
+            .iter()
+            .enumerate()
+            .all(|(k, (offset, _))| *offset == previous_last + 1 + k as i64);
+        if dense {
+            windows.stored(
+                &WindowKey::new(tenant, queue, partition),
+                partition_id,
+                previous_last,
+                window_secs,
+                messages.into_iter().map(|(_, h)| h).collect(),
+            );
+        }
     }
 }

@@ -159,7 +159,7 @@ pub async fn apply(
     let mut attempt = 1;
     let verdict = loop {
         let mut conn = broker.db.conn().await?;
-        match run(&mut conn, tenant, &plan, &prepared, zstd_level).await {
+        match run(&mut conn, broker, tenant, &plan, &prepared, zstd_level).await {
             Err(TransactionError::Db(error)) => {
                 let error = conn.note(error);
                 if error.is_retryable() && attempt < MAX_ATTEMPTS {
@@ -207,13 +207,14 @@ enum Verdict {
 /// path ends the transaction explicitly, so the connection goes back to the pool idle.
 async fn run(
     conn: &mut PgConn,
+    broker: &Broker,
     tenant: &Tenant,
     plan: &Plan,
     prepared: &[Option<PreparedPush>],
     zstd_level: i32,
 ) -> Result<Verdict, TransactionError> {
     let tx = DataTransaction::begin(conn).await?;
-    match apply_plan(&tx, tenant, plan, prepared, zstd_level).await {
+    match apply_plan(&tx, broker, tenant, plan, prepared, zstd_level).await {
         Ok(Verdict::Commit(results)) => {
             tx.commit().await?;
             Ok(Verdict::Commit(results))
@@ -233,6 +234,7 @@ async fn run(
 
 async fn apply_plan(
     tx: &DataTransaction<'_>,
+    broker: &Broker,
     tenant: &Tenant,
     plan: &Plan,
     prepared: &[Option<PreparedPush>],
@@ -249,7 +251,7 @@ async fn apply_plan(
         match step {
             Step::Push { first, items } => {
                 let prepared = prepared.as_ref().expect("every push step was prepared");
-                match push::stage(tx, tenant, items, prepared, zstd_level).await {
+                match push::stage(tx, broker, tenant, items, prepared, zstd_level).await {
                     Ok(outcomes) => results.extend(outcomes.into_iter().map(OpResult::Pushed)),
                     Err(e @ PushError::Frame { index, .. }) => {
                         return Ok(Verdict::Rollback {

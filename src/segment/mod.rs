@@ -8,7 +8,9 @@
 pub mod blob;
 pub mod frame;
 pub mod seal;
+pub mod txn_hash;
 
 pub use blob::{open_blob, slice_frames, BlobError, Codec, SegmentBlob, SegmentBuilder};
 pub use frame::{FrameError, FrameIter, NewFrame, StoredFrame};
 pub use seal::{PayloadKey, SealError};
+pub use txn_hash::txn_hash;

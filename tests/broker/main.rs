@@ -16,6 +16,7 @@ mod binary_push;
 mod cluster_script;
 mod compat_python;
 mod concurrency;
+mod dedup_window;
 mod encryption;
 mod failures;
 mod harness;

@@ -76,7 +76,14 @@ async fn a_transaction_id_pushed_again_in_a_later_request_is_a_duplicate_of_the_
     assert_eq!(again[0]["messageId"], first[0]["messageId"]);
     assert_eq!(again[0]["partitionId"], first[0]["partitionId"]);
     assert_eq!(again[0]["offset"], 0);
-    assert_eq!(count(&b, "SELECT count(*) FROM queen.dedup").await, 1);
+    assert_eq!(
+        count(
+            &b,
+            "SELECT coalesce(sum(msg_count), 0)::bigint FROM queen.log_segments"
+        )
+        .await,
+        1
+    );
     let popped = b
         .pop_messages("/api/v1/pop/queue/dedup-across?batch=10")
         .await;
@@ -105,7 +112,14 @@ async fn within_one_request_the_first_occurrence_of_a_transaction_id_wins() {
     assert_eq!(answers[2]["messageId"], answers[0]["messageId"]);
     let indices: Vec<&Value> = answers.iter().map(|a| &a["index"]).collect();
     assert_eq!(indices, vec![0, 1, 2]);
-    assert_eq!(count(&b, "SELECT count(*) FROM queen.dedup").await, 2);
+    assert_eq!(
+        count(
+            &b,
+            "SELECT coalesce(sum(msg_count), 0)::bigint FROM queen.log_segments"
+        )
+        .await,
+        2
+    );
     let popped = b
         .pop_messages("/api/v1/pop/queue/dedup-within?batch=10")
         .await;

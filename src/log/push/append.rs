@@ -1,39 +1,44 @@
-//! The append loop of a push: per (queue, partition) group, dedup within the request,
-//! then one segment per run of items (a client's prebuilt group kept as sent when it can
-//! be), rebuilt without the duplicates the partition reports until everything is stored.
+//! The append loop of a push: per (queue, partition) group, dedup within the request, then
+//! against the partition's dedup window ([`super::window`]), then one `log_push_v2` call
+//! with one segment per run of items (a client's prebuilt group kept as sent when it can
+//! be). A stale answer (others appended since the window was last brought up to date)
+//! teaches the window what they stored, and the check and the call run again under the
+//! partition lock the transaction now holds.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 use tracing::debug;
-use uuid::Uuid;
 
-use super::{PrebuiltSegment, PushError, PushItem, PushOutcome, PushStatus};
-use crate::db::push::{AppendOutcome, SegmentAppend};
+use super::window::{DedupWindows, Hit, Learned, WindowKey};
+use super::{PreparedPush, PushError, PushItem, PushOutcome, PushStatus};
+use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
 use crate::domain::{PartitionName, QueueName, Tenant};
-use crate::segment::{Codec, NewFrame, SegmentBuilder};
+use crate::segment::{open_blob, txn_hash, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
 
-/// The prebuilt segments of a request and, per item, the one it belongs to.
-#[derive(Clone, Copy)]
-pub(super) struct Prebuilt<'a> {
-    pub(super) segments: &'a [PrebuiltSegment],
-    pub(super) segment_of: &'a [Option<usize>],
+/// A stale answer is followed by a call that holds the lock, so two rounds are the norm;
+/// more means windows were evicted meanwhile. Past this, the push fails rather than spin.
+const MAX_ROUNDS: usize = 6;
+
+/// One request's items as `stage` made them ready, and where its dedup windows live.
+pub(super) struct Request<'a> {
+    pub(super) tenant: &'a Tenant,
+    pub(super) items: &'a [PushItem],
+    pub(super) prepared: &'a PreparedPush,
+    pub(super) windows: &'a DedupWindows,
+    pub(super) default_window_secs: i32,
+    pub(super) zstd_level: i32,
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn append_groups(
     tx: &DataTransaction<'_>,
-    tenant: &Tenant,
-    items: &[PushItem],
-    message_ids: &[Uuid],
-    txn_ids: &[String],
-    sealed: &[Option<Vec<u8>>],
+    req: &Request<'_>,
     groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
-    prebuilt: Prebuilt<'_>,
-    zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
 ) -> Result<(), PushError> {
+    let txn_ids = &req.prepared.txn_ids;
     for ((queue, partition), indices) in groups {
         // Dedup within the request: later repeats point at the first occurrence.
         let mut first_of: HashMap<&str, usize> = HashMap::new();
@@ -49,35 +54,7 @@ pub(super) async fn append_groups(
             }
         }
 
-        // One segment per run of items from the same prebuilt group (or one for the whole
-        // group when nothing is prebuilt). A prebuilt group is stored as the client sent it
-        // only when none of its items was dropped as a repeat; otherwise, and once the
-        // partition reports duplicates, it is rebuilt without them (recompressed by us).
-        for run in pending.chunk_by(|a, b| prebuilt.segment_of[*a] == prebuilt.segment_of[*b]) {
-            let as_sent = prebuilt.segment_of[run[0]]
-                .map(|s| &prebuilt.segments[s])
-                .filter(|seg| seg.message_ids.len() == run.len())
-                .map(|seg| seg.bytes.as_slice());
-            let batch = Batch {
-                queue,
-                partition,
-                first_of: &first_of,
-            };
-            append_run(
-                tx,
-                tenant,
-                items,
-                message_ids,
-                txn_ids,
-                sealed,
-                &batch,
-                run.to_vec(),
-                as_sent,
-                zstd_level,
-                outcomes,
-            )
-            .await?;
-        }
+        append_partition(tx, req, queue, partition, pending, outcomes).await?;
 
         for (i, first) in repeats {
             let original = outcomes[first]
@@ -92,105 +69,209 @@ pub(super) async fn append_groups(
     Ok(())
 }
 
-/// The (queue, partition) a run belongs to and its transaction ids' first occurrences.
-struct Batch<'a> {
-    queue: &'a QueueName,
-    partition: &'a PartitionName,
-    first_of: &'a HashMap<&'a str, usize>,
-}
-
-/// Appends one run of items as one segment: `as_sent` bytes first when given, rebuilt
-/// without the duplicates the partition reports until everything left is stored.
-#[allow(clippy::too_many_arguments)]
-async fn append_run(
+/// Stores `pending` (items of one partition, request order, no repeats among them) minus
+/// the ones its dedup window proves duplicate.
+async fn append_partition(
     tx: &DataTransaction<'_>,
-    tenant: &Tenant,
-    items: &[PushItem],
-    message_ids: &[Uuid],
-    txn_ids: &[String],
-    sealed: &[Option<Vec<u8>>],
-    batch: &Batch<'_>,
+    req: &Request<'_>,
+    queue: &QueueName,
+    partition: &PartitionName,
     mut pending: Vec<usize>,
-    mut as_sent: Option<&[u8]>,
-    zstd_level: i32,
     outcomes: &mut [Option<PushOutcome>],
 ) -> Result<(), PushError> {
-    let (queue, partition) = (batch.queue, batch.partition);
-    while !pending.is_empty() {
-        let (bytes, codec): (Cow<'_, [u8]>, Codec) = match as_sent.take() {
-            Some(bytes) => (Cow::Borrowed(bytes), Codec::Zstd),
-            None => {
-                let mut builder = SegmentBuilder::new();
-                for &i in &pending {
-                    let mut frame = NewFrame {
-                        message_id: message_ids[i],
-                        trace_id: items[i].trace_id,
-                        transaction_id: &txn_ids[i],
-                        producer: None,
-                        payload: &items[i].payload,
-                    };
-                    let pushed = match &sealed[i] {
-                        None => builder.push(&frame),
-                        Some(sealed) => {
-                            frame.payload = sealed;
-                            builder.push_sealed(&frame)
-                        }
-                    };
-                    pushed.map_err(|source| PushError::Frame { index: i, source })?;
-                }
-                let blob = builder.finish(zstd_level)?;
-                (Cow::Owned(blob.bytes), blob.codec)
+    let key = WindowKey::new(req.tenant, queue, partition);
+    let hashes = &req.prepared.hashes;
+    let mut known = req.windows.known(&key);
+    let mut built: Option<Built<'_>> = None;
+    for _ in 0..MAX_ROUNDS {
+        let asked: Vec<i64> = pending.iter().map(|&i| hashes[i]).collect();
+        let hits = req.windows.find(&key, &asked);
+        if hits.iter().any(Option::is_some) {
+            confirm_duplicates(tx, req, &pending, &hits, outcomes).await?;
+            pending.retain(|&i| outcomes[i].is_none());
+            if pending.is_empty() {
+                return Ok(());
             }
-        };
-        let seg_txns: Vec<String> = pending.iter().map(|&i| txn_ids[i].clone()).collect();
-        let seg_ids: Vec<Uuid> = pending.iter().map(|&i| message_ids[i]).collect();
-        let outcome = tx
-            .append(&SegmentAppend {
-                tenant: tenant.as_str(),
+        }
+        if !built.as_ref().is_some_and(|b| b.items == pending) {
+            built = Some(build(req, &pending)?);
+        }
+        let b = built.as_ref().expect("built just above");
+        let segments: Vec<NewSegment<'_>> = b
+            .segments
+            .iter()
+            .map(|(count, codec, bytes)| NewSegment {
+                count: *count,
+                codec: codec.as_i16(),
+                bytes,
+            })
+            .collect();
+        let seg_hashes: Vec<i64> = pending.iter().map(|&i| hashes[i]).collect();
+        let answer = tx
+            .append(&PartitionAppend {
+                tenant: req.tenant.as_str(),
                 queue: queue.as_str(),
                 partition: partition.as_str(),
-                transaction_ids: &seg_txns,
-                message_ids: &seg_ids,
-                blob: &bytes,
-                codec: codec.as_i16(),
+                known_last: known,
+                default_window_secs: req.default_window_secs,
+                segments: &segments,
+                hashes: &seg_hashes,
                 producer: None,
             })
             .await?;
-        match outcome {
+        match answer {
             AppendOutcome::Stored {
                 partition_id,
-                base_offset,
+                previous_last,
+                window_secs,
             } => {
                 for (k, &i) in pending.iter().enumerate() {
                     outcomes[i] = Some(PushOutcome {
                         status: PushStatus::Queued,
-                        transaction_id: txn_ids[i].clone(),
-                        message_id: message_ids[i],
+                        transaction_id: req.prepared.txn_ids[i].clone(),
+                        message_id: req.prepared.message_ids[i],
                         partition_id,
-                        offset: base_offset + k as i64,
+                        offset: previous_last + 1 + k as i64,
+                        txn_hash: hashes[i],
+                        dedup_window_secs: window_secs,
                     });
                 }
-                pending.clear();
+                return Ok(());
             }
-            AppendOutcome::Duplicates {
+            AppendOutcome::Stale {
                 partition_id,
-                duplicates,
+                last_offset,
+                window_secs,
+                segments,
             } => {
-                debug!(queue = %queue, partition = %partition, duplicates = duplicates.len(), "push met stored transaction ids");
-                for dup in duplicates {
-                    if let Some(&i) = batch.first_of.get(dup.transaction_id.as_str()) {
-                        outcomes[i] = Some(PushOutcome {
-                            status: PushStatus::Duplicate,
-                            transaction_id: dup.transaction_id,
-                            message_id: dup.message_id,
-                            partition_id,
-                            offset: dup.offset,
-                        });
-                    }
+                debug!(queue = %queue, partition = %partition, segments = segments.len(), "push learned segments stored by others");
+                let learned = segments
+                    .into_iter()
+                    .map(learned_from)
+                    .collect::<Result<Vec<_>, _>>()?;
+                known =
+                    req.windows
+                        .learn(&key, known, partition_id, last_offset, window_secs, learned);
+            }
+        }
+    }
+    Err(PushError::WindowRace {
+        queue: queue.to_string(),
+        partition: partition.to_string(),
+    })
+}
+
+/// Segments of one partition's pending items: (count, codec, bytes) per run.
+struct Built<'a> {
+    items: Vec<usize>,
+    segments: Vec<(i32, Codec, Cow<'a, [u8]>)>,
+}
+
+/// One segment per run of items from the same prebuilt group (or one for everything when
+/// nothing is prebuilt). A prebuilt group is stored as the client sent it only when all of
+/// its items are still pending; otherwise it is rebuilt (recompressed by us).
+fn build<'a>(req: &Request<'a>, pending: &[usize]) -> Result<Built<'a>, PushError> {
+    let prepared = req.prepared;
+    let mut segments = Vec::new();
+    for run in pending.chunk_by(|a, b| prepared.segment_of[*a] == prepared.segment_of[*b]) {
+        let as_sent = prepared.segment_of[run[0]]
+            .map(|s| &prepared.prebuilt[s])
+            .filter(|seg| seg.message_ids.len() == run.len());
+        if let Some(seg) = as_sent {
+            segments.push((run.len() as i32, Codec::Zstd, Cow::Borrowed(&seg.bytes[..])));
+            continue;
+        }
+        let mut builder = SegmentBuilder::new();
+        for &i in run {
+            let mut frame = NewFrame {
+                message_id: prepared.message_ids[i],
+                trace_id: req.items[i].trace_id,
+                transaction_id: &prepared.txn_ids[i],
+                producer: None,
+                payload: &req.items[i].payload,
+            };
+            let pushed = match &prepared.sealed[i] {
+                None => builder.push(&frame),
+                Some(sealed) => {
+                    frame.payload = sealed;
+                    builder.push_sealed(&frame)
                 }
-                pending.retain(|&i| outcomes[i].is_none());
+            };
+            pushed.map_err(|source| PushError::Frame { index: i, source })?;
+        }
+        let blob = builder.finish(req.zstd_level)?;
+        segments.push((run.len() as i32, blob.codec, Cow::Owned(blob.bytes)));
+    }
+    Ok(Built {
+        items: pending.to_vec(),
+        segments,
+    })
+}
+
+/// Reads the stored frames the window's hits point at and answers `duplicate` for the
+/// items whose transaction id really is there (a bare hash match is never enough).
+async fn confirm_duplicates(
+    tx: &DataTransaction<'_>,
+    req: &Request<'_>,
+    pending: &[usize],
+    hits: &[Option<Hit>],
+    outcomes: &mut [Option<PushOutcome>],
+) -> Result<(), PushError> {
+    let mut by_segment: BTreeMap<(i64, i64), Vec<(usize, i64)>> = BTreeMap::new();
+    for (&i, hit) in pending.iter().zip(hits) {
+        if let Some(hit) = hit {
+            by_segment
+                .entry((hit.partition_id, hit.segment_base))
+                .or_default()
+                .push((i, hit.offset));
+        }
+    }
+    for ((partition_id, base), wanted) in by_segment {
+        let Some((codec, bytes)) = tx.read_segment(partition_id, base).await? else {
+            continue; // gone (the queue was deleted): not a duplicate any more
+        };
+        let raw = open_blob(Codec::from_i16(codec)?, &bytes)?;
+        let frames = FrameIter::new(&raw)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(BlobError::from)?;
+        for (i, offset) in wanted {
+            let Some(frame) = usize::try_from(offset - base)
+                .ok()
+                .and_then(|k| frames.get(k))
+            else {
+                continue;
+            };
+            if frame.transaction_id == req.prepared.txn_ids[i] {
+                outcomes[i] = Some(PushOutcome {
+                    status: PushStatus::Duplicate,
+                    transaction_id: req.prepared.txn_ids[i].clone(),
+                    message_id: frame.message_id,
+                    partition_id,
+                    offset,
+                    txn_hash: req.prepared.hashes[i],
+                    dedup_window_secs: 0,
+                });
             }
         }
     }
     Ok(())
+}
+
+/// A segment of a stale answer as the window holds it; a legacy segment's hashes are
+/// computed from its frames.
+fn learned_from(segment: WindowSegment) -> Result<Learned, PushError> {
+    let age = Duration::from_millis(segment.age_ms.max(0) as u64);
+    let hashes = match (segment.hashes, segment.blob) {
+        (Some(hashes), _) => hashes,
+        (None, Some((codec, bytes))) => {
+            let raw = open_blob(Codec::from_i16(codec)?, &bytes)?;
+            FrameIter::new(&raw)
+                .map(|f| f.map(|f| txn_hash(f.transaction_id)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(BlobError::from)?
+        }
+        (None, None) => Vec::new(),
+    };
+    debug_assert!(hashes.is_empty() || hashes.len() as i64 == segment.end - segment.base + 1);
+    Ok((segment.base, age, hashes))
 }

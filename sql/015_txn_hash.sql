@@ -1,0 +1,119 @@
+-- 015_txn_hash: transaction ids as 64-bit hashes, and finding a message's offset by them.
+--
+-- queen.txn_hash(p_txn) -> bigint
+--   The first 8 bytes of SHA-256 of the id's UTF-8 bytes, big-endian, as a signed bigint.
+--   The broker computes the same value (segment::txn_hash) for every pushed message and
+--   stores them per segment (log_segments.txn_hashes, in offset order), so no row per
+--   message is needed to find a message by its transaction id. Immutable; no locks.
+--
+-- queen.log_resolve_offsets_v1(p_pid, p_after, p_upto, p_txn_ids) -> bigint[]
+--   For each id (in order): its offset in (p_after, p_upto] (the newest when an id occurs
+--   twice), else its newest offset at or below p_after within the 1,000 segments below
+--   (an ack of a message already done), else its offset in the legacy queen.dedup rows,
+--   else NULL. Reads the segments overlapping the range through the primary key: the cost
+--   follows the range, not the partition. No locks.
+--
+-- queen.log_find_offset_v1(p_pid, p_txn) -> bigint
+--   The newest offset of one id anywhere in the partition (admin lookups), else the legacy
+--   dedup row's, else NULL. Scans the partition's segments: for single-message admin
+--   routes, never the data path. No locks.
+
+CREATE OR REPLACE FUNCTION queen.txn_hash(p_txn text) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT ('x' || left(encode(sha256(convert_to(p_txn, 'UTF8')), 'hex'), 16))::bit(64)::bigint
+$$;
+
+CREATE OR REPLACE FUNCTION queen.log_resolve_offsets_v1(
+    p_pid     bigint,
+    p_after   bigint,
+    p_upto    bigint,
+    p_txn_ids text[]
+) RETURNS bigint[] LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_first bigint;
+    v_offs  bigint[];
+BEGIN
+    IF coalesce(cardinality(p_txn_ids), 0) = 0 THEN
+        RETURN '{}';
+    END IF;
+    -- The segment holding p_after + 1 starts the range (one backward index probe).
+    SELECT s.base_offset INTO v_first
+    FROM queen.log_segments s
+    WHERE s.partition_id = p_pid AND s.base_offset <= p_after + 1
+    ORDER BY s.base_offset DESC
+    LIMIT 1;
+
+    WITH want AS (
+        SELECT t.i, queen.txn_hash(t.txn) AS h
+        FROM unnest(p_txn_ids) WITH ORDINALITY AS t (txn, i)
+    ), have AS (
+        SELECT x.hash, s.base_offset + x.k - 1 AS off
+        FROM queen.log_segments s
+        CROSS JOIN LATERAL unnest(s.txn_hashes) WITH ORDINALITY AS x (hash, k)
+        WHERE s.partition_id = p_pid
+          AND s.base_offset >= coalesce(v_first, -1)
+          AND s.base_offset <= p_upto
+    )
+    SELECT array_agg(r.off ORDER BY r.i) INTO v_offs
+    FROM (
+        SELECT w.i, max(hv.off) AS off
+        FROM want w
+        LEFT JOIN have hv ON hv.hash = w.h AND hv.off > p_after AND hv.off <= p_upto
+        GROUP BY w.i
+    ) r;
+
+    IF array_position(v_offs, NULL) IS NOT NULL THEN
+        -- Below the range: an ack of something already done (bounded look back).
+        WITH want AS (
+            SELECT t.i, queen.txn_hash(t.txn) AS h
+            FROM unnest(p_txn_ids) WITH ORDINALITY AS t (txn, i)
+            WHERE v_offs[t.i] IS NULL
+        ), below AS (
+            SELECT s.base_offset, s.txn_hashes
+            FROM queen.log_segments s
+            WHERE s.partition_id = p_pid AND s.base_offset <= p_after
+            ORDER BY s.base_offset DESC
+            LIMIT 1000
+        ), have AS (
+            SELECT x.hash, b.base_offset + x.k - 1 AS off
+            FROM below b
+            CROSS JOIN LATERAL unnest(b.txn_hashes) WITH ORDINALITY AS x (hash, k)
+        ), found AS (
+            SELECT w.i, max(hv.off) AS off
+            FROM want w JOIN have hv ON hv.hash = w.h AND hv.off <= p_after
+            GROUP BY w.i
+        )
+        SELECT array_agg(coalesce(v_offs[o.i], f.off, d.message_offset) ORDER BY o.i)
+        INTO v_offs
+        FROM unnest(p_txn_ids) WITH ORDINALITY AS o (txn, i)
+        LEFT JOIN found f ON f.i = o.i
+        LEFT JOIN queen.dedup d
+          ON v_offs[o.i] IS NULL AND f.off IS NULL
+         AND d.partition_id = p_pid AND d.transaction_id = o.txn;
+    END IF;
+    RETURN v_offs;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION queen.log_find_offset_v1(
+    p_pid bigint,
+    p_txn text
+) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_h   bigint := queen.txn_hash(p_txn);
+    v_off bigint;
+BEGIN
+    SELECT s.base_offset + x.k - 1 INTO v_off
+    FROM queen.log_segments s
+    CROSS JOIN LATERAL unnest(s.txn_hashes) WITH ORDINALITY AS x (hash, k)
+    WHERE s.partition_id = p_pid AND s.txn_hashes @> ARRAY[v_h] AND x.hash = v_h
+    ORDER BY 1 DESC
+    LIMIT 1;
+    IF v_off IS NULL THEN
+        SELECT d.message_offset INTO v_off
+        FROM queen.dedup d
+        WHERE d.partition_id = p_pid AND d.transaction_id = p_txn;
+    END IF;
+    RETURN v_off;
+END;
+$$;
