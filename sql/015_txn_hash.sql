@@ -6,9 +6,9 @@
 --   stores them per segment (log_segments.txn_hashes, in offset order), so no row per
 --   message is needed to find a message by its transaction id. Immutable; no locks.
 --
--- queen.log_resolve_offsets_v1(p_pid, p_after, p_upto, p_txn_ids) -> bigint[]
---   For each id (in order): its offset in (p_after, p_upto] (the newest when an id occurs
---   twice), else its newest offset at or below p_after within the 1,000 segments below
+-- queen.log_resolve_offsets_v1(p_pid, p_after, p_upto, p_hashes, p_txn_ids) -> bigint[]
+--   p_hashes[i] is queen.txn_hash(p_txn_ids[i]) (the broker computes them). For each id:
+--   its offset in (p_after, p_upto] (the newest when an id occurs twice), else its newest offset at or below p_after within the 1,000 segments below
 --   (an ack of a message already done), else its offset in the legacy queen.dedup rows,
 --   else NULL. Reads the segments overlapping the range through the primary key: the cost
 --   follows the range, not the partition. No locks.
@@ -27,13 +27,14 @@ CREATE OR REPLACE FUNCTION queen.log_resolve_offsets_v1(
     p_pid     bigint,
     p_after   bigint,
     p_upto    bigint,
+    p_hashes  bigint[],
     p_txn_ids text[]
 ) RETURNS bigint[] LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_first bigint;
     v_offs  bigint[];
 BEGIN
-    IF coalesce(cardinality(p_txn_ids), 0) = 0 THEN
+    IF coalesce(cardinality(p_hashes), 0) = 0 THEN
         RETURN '{}';
     END IF;
     -- The segment holding p_after + 1 starts the range (one backward index probe).
@@ -44,8 +45,7 @@ BEGIN
     LIMIT 1;
 
     WITH want AS (
-        SELECT t.i, queen.txn_hash(t.txn) AS h
-        FROM unnest(p_txn_ids) WITH ORDINALITY AS t (txn, i)
+        SELECT t.i, t.h FROM unnest(p_hashes) WITH ORDINALITY AS t (h, i)
     ), have AS (
         SELECT x.hash, s.base_offset + x.k - 1 AS off
         FROM queen.log_segments s
@@ -65,8 +65,7 @@ BEGIN
     IF array_position(v_offs, NULL) IS NOT NULL THEN
         -- Below the range: an ack of something already done (bounded look back).
         WITH want AS (
-            SELECT t.i, queen.txn_hash(t.txn) AS h
-            FROM unnest(p_txn_ids) WITH ORDINALITY AS t (txn, i)
+            SELECT t.i, t.h FROM unnest(p_hashes) WITH ORDINALITY AS t (h, i)
             WHERE v_offs[t.i] IS NULL
         ), below AS (
             SELECT s.base_offset, s.txn_hashes

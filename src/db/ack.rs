@@ -1,12 +1,13 @@
-//! Acknowledging: the wrapper of `queen.log_ack_v1`.
+//! Acknowledging: the wrapper of `queen.log_ack_v2`.
 
 use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
+use crate::segment::txn_hash;
 
 const LOG_ACK: &str =
     "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
-     FROM queen.log_ack_v1($1, $2, $3, $4, $5, $6, $7)";
+     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// One acknowledgement for a message of the partition.
 #[derive(Debug, Clone)]
@@ -54,12 +55,12 @@ pub async fn ack_partition(
     verdicts.map_err(|e| conn.note(e))
 }
 
-/// Prepares (once per connection) the statement calling `queen.log_ack_v1`, for [`ack_in`].
+/// Prepares (once per connection) the statement calling `queen.log_ack_v2`, for [`ack_in`].
 pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
-    conn.statement("log_ack_v1", LOG_ACK).await
+    conn.statement("log_ack_v2", LOG_ACK).await
 }
 
-/// Calls `queen.log_ack_v1` on `client` (a plain connection, or a transaction the caller
+/// Calls `queen.log_ack_v2` on `client` (a plain connection, or a transaction the caller
 /// owns) with the statement from [`statement`]. Same contract as [`ack_partition`]; the
 /// caller notes errors on its connection.
 pub async fn ack_in(
@@ -71,6 +72,7 @@ pub async fn ack_in(
     items: &[AckItem],
 ) -> Result<Vec<AckVerdict>, DbError> {
     let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id.as_str()).collect();
+    let hashes: Vec<i64> = txn_ids.iter().map(|t| txn_hash(t)).collect();
     let offsets: Vec<Option<i64>> = items.iter().map(|i| i.offset).collect();
     let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
     let errors: Vec<Option<&str>> = items.iter().map(|i| i.error.as_deref()).collect();
@@ -83,13 +85,14 @@ pub async fn ack_in(
                 &group,
                 &lease,
                 &txn_ids,
+                &hashes,
                 &offsets,
                 &statuses,
                 &errors,
             ],
         )
         .await
-        .map_err(|e| DbError::query("log_ack_v1", e))?;
+        .map_err(|e| DbError::query("log_ack_v2", e))?;
     let mut verdicts = vec![
         AckVerdict {
             success: false,

@@ -71,6 +71,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../sql/016_log_push_v2.sql"),
     ),
     (
+        "017_log_ack_v2.sql",
+        include_str!("../../sql/017_log_ack_v2.sql"),
+    ),
+    (
         "020_lease_require.sql",
         include_str!("../../sql/020_lease_require.sql"),
     ),

@@ -58,7 +58,7 @@ impl<'c> DataTransaction<'c> {
         push::read_segment(&self.tx, &self.segment, partition_id, base_offset).await
     }
 
-    /// Calls `queen.log_ack_v1` for items of one (partition, group) under `lease` (empty:
+    /// Calls `queen.log_ack_v2` for items of one (partition, group) under `lease` (empty:
     /// the live lease); verdicts in item order.
     pub async fn ack(
         &self,

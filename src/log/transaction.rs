@@ -69,7 +69,7 @@ pub enum OpResult {
     Acked {
         /// The ack as applied (its `lease_id` possibly borrowed).
         ack: Ack,
-        /// What `queen.log_ack_v1` said.
+        /// What `queen.log_ack_v2` said.
         verdict: AckVerdict,
     },
 }
