@@ -22,7 +22,8 @@ pub struct Lan {
 
 impl Lan {
     /// A network for this test process: names and a 10.x.y.0/24 subnet from its pid, so
-    /// parallel test processes never share either.
+    /// parallel test processes never share either. (The value exists before its parts,
+    /// so a failing step still removes what was made.)
     pub fn new() -> Self {
         let pid = std::process::id();
         let lan = Lan {
@@ -58,7 +59,18 @@ impl Lan {
     pub fn pod(&self, index: u8, name: &str, hosts: &str) -> Pod {
         let netns = format!("{}-{index}", self.tag);
         let outside = format!("{}p{index}", self.tag);
-        let address = self.pod_address(index);
+        let log =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("target/tmp/image/{netns}.log"));
+        // The pod exists before its parts, so a failing step still removes what was made.
+        let pod = Pod {
+            name: name.to_owned(),
+            address: self.pod_address(index),
+            netns: netns.clone(),
+            container: None,
+            child: None,
+            main: None,
+            log,
+        };
         ip(&["netns", "add", &netns]);
         let lan = self.netns();
         ip(&[
@@ -66,7 +78,7 @@ impl Lan {
             "netns", &netns,
         ]);
         ip(&["-n", &lan, "link", "set", &outside, "master", "br0", "up"]);
-        let cidr = format!("{address}/24");
+        let cidr = format!("{}/24", pod.address);
         ip(&["-n", &netns, "addr", "add", &cidr, "dev", "eth0"]);
         ip(&["-n", &netns, "link", "set", "eth0", "up"]);
         ip(&["-n", &netns, "link", "set", "lo", "up"]);
@@ -75,17 +87,7 @@ impl Lan {
         let etc = PathBuf::from("/etc/netns").join(&netns);
         fs::create_dir_all(&etc).expect("make /etc/netns/<pod>");
         fs::write(etc.join("hosts"), hosts).expect("write the pod's hosts file");
-        let log =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("target/tmp/image/{netns}.log"));
-        Pod {
-            name: name.to_owned(),
-            address,
-            netns,
-            container: None,
-            child: None,
-            main: None,
-            log,
-        }
+        pod
     }
 
     fn netns(&self) -> String {
