@@ -263,7 +263,7 @@ fn report(line: &str) {
 /// loudly) when `QUEEN_SKIP_IMAGE_TEST=1`; otherwise it fails naming what to install.
 fn image_tools_present() -> bool {
     if std::env::var("QUEEN_SKIP_IMAGE_TEST").as_deref() == Ok("1") {
-        eprintln!("\n**** SKIPPED: the image test (QUEEN_SKIP_IMAGE_TEST=1) ****\n");
+        report("**** SKIPPED: the image test (QUEEN_SKIP_IMAGE_TEST=1) ****");
         return false;
     }
     // SAFETY: geteuid has no preconditions.
