@@ -2,7 +2,8 @@
 //!
 //! `main` reads the process environment once and hands the pairs to [`Config::from_vars`];
 //! tests build configs from literal pairs and never touch the environment. Every variable,
-//! its default and its rule are listed here and in the README's configuration table.
+//! its default and its rule are listed here and in the README's configuration table;
+//! [`KNOWN_VARS`] names them all.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,8 +11,10 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod known;
 mod mesh;
 
+pub use known::KNOWN_VARS;
 pub use mesh::{MeshConfig, PeerAddress};
 
 /// A setting that was refused at start-up.

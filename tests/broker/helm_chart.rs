@@ -7,7 +7,7 @@
 
 mod credentials;
 mod operations;
-mod render;
+pub mod render;
 
 use std::collections::BTreeSet;
 

@@ -24,6 +24,7 @@ mod helm_chart;
 mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
+mod image;
 mod lease_and_configure;
 mod mesh;
 mod nodes;
