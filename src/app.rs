@@ -22,6 +22,7 @@ use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError};
 use crate::http::{routes, AppState};
 use crate::limiter::Limiter;
+use crate::log::push::combiner::{CombineConfig, PushCombiner};
 use crate::log::push::window::DedupWindows;
 use crate::maintenance;
 use crate::mesh::inbox::BrokerInbox;
@@ -156,7 +157,12 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         draining: CancellationToken::new(),
         encrypted_queues: Default::default(),
         dedup: DedupWindows::new(config.push.dedup_max_entries),
+        push_combiner: PushCombiner::new(CombineConfig {
+            writers: config.push.writers,
+            window: config.push.combine_window,
+        }),
     });
+    broker.push_combiner.start(&broker);
     mesh.listen(
         mesh_listener,
         Arc::new(BrokerInbox(Arc::downgrade(&broker))),

@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::limiter::{Limiter, Permit};
 use crate::log::encryption::EncryptedQueues;
+use crate::log::push::combiner::PushCombiner;
 use crate::log::push::window::DedupWindows;
 use crate::mesh::Mesh;
 use crate::metrics::Metrics;
@@ -40,6 +41,8 @@ pub struct Broker {
     pub encrypted_queues: EncryptedQueues,
     /// Per partition, the transaction ids stored within the dedup window (push dedup).
     pub dedup: DedupWindows,
+    /// The writers that combine concurrent pushes into shared commits.
+    pub push_combiner: PushCombiner,
     /// Cancelled when the broker starts to stop: parked pops answer empty at once and
     /// readiness turns false, so a load balancer sends new work elsewhere.
     pub draining: CancellationToken,

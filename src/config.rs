@@ -179,6 +179,12 @@ pub struct PushConfig {
     /// most (default 4,000,000, about 150 MB); past it, the least recently pushed
     /// partitions' windows are read back from PostgreSQL on their next push.
     pub dedup_max_entries: usize,
+    /// `QUEEN_PUSH_WRITERS`: writer tasks that combine concurrent pushes into shared
+    /// transactions and commits (default 2; 0: every push commits on its own).
+    pub writers: usize,
+    /// `QUEEN_PUSH_COMBINE_WINDOW_US`: how long a writer waits for more pushes after the
+    /// first (default 0: it combines what arrived while the previous commit ran).
+    pub combine_window: std::time::Duration,
 }
 
 /// Log output (the filter itself is `RUST_LOG`, default `info`).
@@ -258,6 +264,12 @@ impl Config {
                             rule,
                         })?
                 },
+                writers: vars.parse("QUEEN_PUSH_WRITERS", 2, "a whole number of writers")?,
+                combine_window: std::time::Duration::from_micros(vars.parse(
+                    "QUEEN_PUSH_COMBINE_WINDOW_US",
+                    0,
+                    "whole microseconds",
+                )?),
                 dedup_max_entries: vars.parse(
                     "QUEEN_DEDUP_MAX_ENTRIES",
                     4_000_000,

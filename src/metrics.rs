@@ -43,6 +43,10 @@ pub struct Metrics {
     pub parked: AtomicI64,
     /// Under-full claims held by the minimum pop wait.
     pub min_wait_holds: AtomicU64,
+    /// Push requests stored through the push combiner.
+    pub push_requests: AtomicU64,
+    /// Commits the push combiner made for them (requests / commits = how much it combined).
+    pub push_commits: AtomicU64,
 }
 
 impl Metrics {
@@ -63,6 +67,11 @@ impl Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Adds `n` to a counter.
+    pub fn bump_by(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// The counters as JSON.
     pub fn to_json(&self) -> Value {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -81,6 +90,10 @@ impl Metrics {
                 "specific": get(&self.sql_specific),
                 "discover": get(&self.sql_discover),
                 "hasPending": get(&self.sql_has_pending),
+            },
+            "push": {
+                "combinedRequests": get(&self.push_requests),
+                "commits": get(&self.push_commits),
             },
             "wakes": {
                 "push": get(&self.wakes_push),

@@ -66,6 +66,8 @@ impl From<PushError> for ApiError {
             PushError::Blob(b) => ApiError::Corrupt(Box::new(b)),
             PushError::NoKey { .. } => ApiError::Misconfigured(e.to_string()),
             PushError::WindowRace { .. } => ApiError::Conflict(e.to_string()),
+            // Nothing was written: answered like an exhausted pool, which clients retry.
+            PushError::Stopped => ApiError::Db(crate::db::DbError::PoolExhausted),
         }
     }
 }

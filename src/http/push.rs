@@ -61,7 +61,7 @@ pub async fn push(
     let outcomes = store(
         &state.broker,
         &state.tenant(&req),
-        &items,
+        items,
         state.broker.config.push.zstd_level,
     )
     .await?;
@@ -80,8 +80,8 @@ async fn push_binary(
     let outcomes = store_prebuilt(
         &state.broker,
         &state.tenant(req),
-        &decoded.items,
-        &decoded.prebuilt,
+        decoded.items,
+        decoded.prebuilt,
         state.broker.config.push.zstd_level,
     )
     .await?;

@@ -27,6 +27,7 @@ use crate::log::encryption::seal_payloads;
 use crate::segment::{txn_hash, BlobError, FrameError};
 
 mod append;
+pub mod combiner;
 pub mod window;
 
 use append::{append_groups, Request};
@@ -115,6 +116,9 @@ pub enum PushError {
         /// The partition.
         partition: String,
     },
+    /// The broker stopped before the push was written; nothing was stored.
+    #[error("the broker is stopping")]
+    Stopped,
     /// The queue is encrypted but this node has no `QUEEN_ENCRYPTION_KEY`.
     #[error("queue {queue} is encrypted but this broker has no QUEEN_ENCRYPTION_KEY")]
     NoKey {
@@ -129,34 +133,40 @@ pub enum PushError {
 pub async fn push(
     broker: &Broker,
     tenant: &Tenant,
-    items: &[PushItem],
+    items: Vec<PushItem>,
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
-    push_prebuilt(broker, tenant, items, &[], zstd_level).await
+    push_prebuilt(broker, tenant, items, Vec::new(), zstd_level).await
 }
 
 /// [`push`], where some items come as client-compressed groups that are stored as they are
 /// unless the request or the partition already holds some of their transaction ids.
+/// With combining on (`QUEEN_PUSH_WRITERS` above 0), the push is handed to the
+/// [`combiner`] and shares its commit with the pushes that arrive with it.
 pub async fn push_prebuilt(
     broker: &Broker,
     tenant: &Tenant,
-    items: &[PushItem],
-    prebuilt: &[PrebuiltSegment],
+    items: Vec<PushItem>,
+    prebuilt: Vec<PrebuiltSegment>,
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
     if items.is_empty() {
         return Ok(Vec::new());
     }
     // Sealing reads queue options on a connection of its own: before this push holds one.
-    let prepared = prepare(broker, tenant, items, prebuilt.to_vec()).await?;
+    let prepared = prepare(broker, tenant, &items, prebuilt).await?;
+    let (items, prepared) = match broker.push_combiner.submit(tenant, items, prepared).await {
+        Ok(reply) => return reply,
+        Err(back) => back,
+    };
     let mut conn = broker.db.conn().await?;
     let outcomes =
-        match stage_and_commit(&mut conn, broker, tenant, items, &prepared, zstd_level).await {
+        match stage_and_commit(&mut conn, broker, tenant, &items, &prepared, zstd_level).await {
             Err(PushError::Db(error)) => return Err(PushError::Db(conn.note(error))),
             result => result?,
         };
     drop(conn);
-    announce(broker, tenant, items, &outcomes);
+    announce(broker, tenant, &items, &outcomes);
     Ok(outcomes)
 }
 
@@ -231,21 +241,56 @@ pub async fn stage(
     if items.is_empty() {
         return Ok(Vec::new());
     }
+    let mut staged = stage_many(
+        tx,
+        broker,
+        tenant,
+        &[Staged { items, prepared }],
+        zstd_level,
+    )
+    .await?;
+    Ok(staged.pop().expect("one request staged"))
+}
+
+/// One request's part of [`stage_many`]: its items and what [`prepare`] made of them.
+#[derive(Clone, Copy)]
+pub struct Staged<'a> {
+    /// The items, in request order.
+    pub items: &'a [PushItem],
+    /// Their preparation.
+    pub prepared: &'a PreparedPush,
+}
+
+/// [`stage`] for several requests of one tenant at once (combined pushes): one append per
+/// partition for all of them, items in request order then item order, a transaction id
+/// repeated across requests a duplicate of its first occurrence. Outcomes per request.
+pub async fn stage_many(
+    tx: &DataTransaction<'_>,
+    broker: &Broker,
+    tenant: &Tenant,
+    requests: &[Staged<'_>],
+    zstd_level: i32,
+) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
     // over the same partitions lock them in the same order and cannot deadlock.
-    let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<usize>> = BTreeMap::new();
-    for (i, item) in items.iter().enumerate() {
-        groups
-            .entry((&item.queue, &item.partition))
-            .or_default()
-            .push(i);
+    let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<(usize, usize)>> =
+        BTreeMap::new();
+    for (j, request) in requests.iter().enumerate() {
+        for (i, item) in request.items.iter().enumerate() {
+            groups
+                .entry((&item.queue, &item.partition))
+                .or_default()
+                .push((j, i));
+        }
     }
 
-    let mut outcomes: Vec<Option<PushOutcome>> = vec![None; items.len()];
+    let mut outcomes: Vec<Vec<Option<PushOutcome>>> = requests
+        .iter()
+        .map(|r| vec![None; r.items.len()])
+        .collect();
     let request = Request {
         tenant,
-        items,
-        prepared,
+        requests,
         windows: &broker.dedup,
         default_window_secs: broker.config.push.dedup_window_secs,
         zstd_level,
@@ -253,7 +298,11 @@ pub async fn stage(
     append_groups(tx, &request, &groups, &mut outcomes).await?;
     Ok(outcomes
         .into_iter()
-        .map(|o| o.expect("every item gets an outcome"))
+        .map(|per| {
+            per.into_iter()
+                .map(|o| o.expect("every item gets an outcome"))
+                .collect()
+        })
         .collect())
 }
 

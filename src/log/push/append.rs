@@ -1,4 +1,5 @@
-//! The append loop of a push: per (queue, partition) group, dedup within the request, then
+//! The append loop of a push (or of several combined pushes, see `super::combiner`): per
+//! (queue, partition) group, dedup within the batch (the first occurrence wins), then
 //! against the partition's dedup window ([`super::window`]), then one `log_push_v2` call
 //! with one segment per run of items (a client's prebuilt group kept as sent when it can
 //! be). A stale answer (others appended since the window was last brought up to date)
@@ -12,7 +13,7 @@ use std::time::Duration;
 use tracing::debug;
 
 use super::window::{DedupWindows, Hit, Learned, WindowKey};
-use super::{PreparedPush, PushError, PushItem, PushOutcome, PushStatus};
+use super::{PushError, PushItem, PushOutcome, PushStatus, Staged};
 use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
 use crate::domain::{PartitionName, QueueName, Tenant};
@@ -22,45 +23,71 @@ use crate::segment::{open_blob, txn_hash, BlobError, Codec, FrameIter, NewFrame,
 /// more means windows were evicted meanwhile. Past this, the push fails rather than spin.
 const MAX_ROUNDS: usize = 6;
 
-/// One request's items as `stage` made them ready, and where its dedup windows live.
+/// An item of the batch: (request, item within it).
+type Ref = (usize, usize);
+
+/// The requests of one tenant staged together, and where their dedup windows live.
 pub(super) struct Request<'a> {
     pub(super) tenant: &'a Tenant,
-    pub(super) items: &'a [PushItem],
-    pub(super) prepared: &'a PreparedPush,
+    pub(super) requests: &'a [Staged<'a>],
     pub(super) windows: &'a DedupWindows,
     pub(super) default_window_secs: i32,
     pub(super) zstd_level: i32,
 }
 
+impl Request<'_> {
+    fn item(&self, (j, i): Ref) -> &PushItem {
+        &self.requests[j].items[i]
+    }
+    fn txn(&self, (j, i): Ref) -> &str {
+        &self.requests[j].prepared.txn_ids[i]
+    }
+    fn hash(&self, (j, i): Ref) -> i64 {
+        self.requests[j].prepared.hashes[i]
+    }
+    fn message_id(&self, (j, i): Ref) -> uuid::Uuid {
+        self.requests[j].prepared.message_ids[i]
+    }
+    fn sealed(&self, (j, i): Ref) -> Option<&[u8]> {
+        self.requests[j].prepared.sealed[i].as_deref()
+    }
+    /// The prebuilt group an item came in: (request, group).
+    fn group_of(&self, (j, i): Ref) -> Option<(usize, usize)> {
+        self.requests[j].prepared.segment_of[i].map(|s| (j, s))
+    }
+}
+
+/// Outcomes per request, per item.
+pub(super) type Outcomes = [Vec<Option<PushOutcome>>];
+
 pub(super) async fn append_groups(
     tx: &DataTransaction<'_>,
     req: &Request<'_>,
-    groups: &BTreeMap<(&QueueName, &PartitionName), Vec<usize>>,
-    outcomes: &mut [Option<PushOutcome>],
+    groups: &BTreeMap<(&QueueName, &PartitionName), Vec<Ref>>,
+    outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
-    let txn_ids = &req.prepared.txn_ids;
-    for ((queue, partition), indices) in groups {
-        // Dedup within the request: later repeats point at the first occurrence.
-        let mut first_of: HashMap<&str, usize> = HashMap::new();
-        let mut repeats: Vec<(usize, usize)> = Vec::new();
-        let mut pending: Vec<usize> = Vec::new();
-        for &i in indices {
-            match first_of.get(txn_ids[i].as_str()) {
-                Some(&first) => repeats.push((i, first)),
+    for ((queue, partition), refs) in groups {
+        // Dedup within the batch: later repeats point at the first occurrence.
+        let mut first_of: HashMap<&str, Ref> = HashMap::new();
+        let mut repeats: Vec<(Ref, Ref)> = Vec::new();
+        let mut pending: Vec<Ref> = Vec::new();
+        for &r in refs {
+            match first_of.get(req.txn(r)) {
+                Some(&first) => repeats.push((r, first)),
                 None => {
-                    first_of.insert(&txn_ids[i], i);
-                    pending.push(i);
+                    first_of.insert(req.txn(r), r);
+                    pending.push(r);
                 }
             }
         }
 
         append_partition(tx, req, queue, partition, pending, outcomes).await?;
 
-        for (i, first) in repeats {
-            let original = outcomes[first]
+        for ((j, i), (fj, fi)) in repeats {
+            let original = outcomes[fj][fi]
                 .clone()
                 .expect("the first occurrence was resolved above");
-            outcomes[i] = Some(PushOutcome {
+            outcomes[j][i] = Some(PushOutcome {
                 status: PushStatus::Duplicate,
                 ..original
             });
@@ -76,19 +103,18 @@ async fn append_partition(
     req: &Request<'_>,
     queue: &QueueName,
     partition: &PartitionName,
-    mut pending: Vec<usize>,
-    outcomes: &mut [Option<PushOutcome>],
+    mut pending: Vec<Ref>,
+    outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
     let key = WindowKey::new(req.tenant, queue, partition);
-    let hashes = &req.prepared.hashes;
     let mut known = req.windows.known(&key);
     let mut built: Option<Built<'_>> = None;
     for _ in 0..MAX_ROUNDS {
-        let asked: Vec<i64> = pending.iter().map(|&i| hashes[i]).collect();
+        let asked: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
         let hits = req.windows.find(&key, &asked);
         if hits.iter().any(Option::is_some) {
             confirm_duplicates(tx, req, &pending, &hits, outcomes).await?;
-            pending.retain(|&i| outcomes[i].is_none());
+            pending.retain(|&(j, i)| outcomes[j][i].is_none());
             if pending.is_empty() {
                 return Ok(());
             }
@@ -106,7 +132,7 @@ async fn append_partition(
                 bytes,
             })
             .collect();
-        let seg_hashes: Vec<i64> = pending.iter().map(|&i| hashes[i]).collect();
+        let seg_hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
         let answer = tx
             .append(&PartitionAppend {
                 tenant: req.tenant.as_str(),
@@ -125,14 +151,14 @@ async fn append_partition(
                 previous_last,
                 window_secs,
             } => {
-                for (k, &i) in pending.iter().enumerate() {
-                    outcomes[i] = Some(PushOutcome {
+                for (k, &(j, i)) in pending.iter().enumerate() {
+                    outcomes[j][i] = Some(PushOutcome {
                         status: PushStatus::Queued,
-                        transaction_id: req.prepared.txn_ids[i].clone(),
-                        message_id: req.prepared.message_ids[i],
+                        transaction_id: req.txn((j, i)).to_owned(),
+                        message_id: req.message_id((j, i)),
                         partition_id,
                         offset: previous_last + 1 + k as i64,
-                        txn_hash: hashes[i],
+                        txn_hash: req.hash((j, i)),
                         dedup_window_secs: window_secs,
                     });
                 }
@@ -163,41 +189,42 @@ async fn append_partition(
 
 /// Segments of one partition's pending items: (count, codec, bytes) per run.
 struct Built<'a> {
-    items: Vec<usize>,
+    items: Vec<Ref>,
     segments: Vec<(i32, Codec, Cow<'a, [u8]>)>,
 }
 
 /// One segment per run of items from the same prebuilt group (or one for everything when
 /// nothing is prebuilt). A prebuilt group is stored as the client sent it only when all of
 /// its items are still pending; otherwise it is rebuilt (recompressed by us).
-fn build<'a>(req: &Request<'a>, pending: &[usize]) -> Result<Built<'a>, PushError> {
-    let prepared = req.prepared;
+fn build<'a>(req: &Request<'a>, pending: &[Ref]) -> Result<Built<'a>, PushError> {
     let mut segments = Vec::new();
-    for run in pending.chunk_by(|a, b| prepared.segment_of[*a] == prepared.segment_of[*b]) {
-        let as_sent = prepared.segment_of[run[0]]
-            .map(|s| &prepared.prebuilt[s])
+    for run in pending.chunk_by(|a, b| req.group_of(*a) == req.group_of(*b)) {
+        let requests = req.requests;
+        let as_sent = req
+            .group_of(run[0])
+            .map(|(j, s)| &requests[j].prepared.prebuilt[s])
             .filter(|seg| seg.message_ids.len() == run.len());
         if let Some(seg) = as_sent {
             segments.push((run.len() as i32, Codec::Zstd, Cow::Borrowed(&seg.bytes[..])));
             continue;
         }
         let mut builder = SegmentBuilder::new();
-        for &i in run {
+        for &r in run {
             let mut frame = NewFrame {
-                message_id: prepared.message_ids[i],
-                trace_id: req.items[i].trace_id,
-                transaction_id: &prepared.txn_ids[i],
+                message_id: req.message_id(r),
+                trace_id: req.item(r).trace_id,
+                transaction_id: req.txn(r),
                 producer: None,
-                payload: &req.items[i].payload,
+                payload: &req.item(r).payload,
             };
-            let pushed = match &prepared.sealed[i] {
+            let pushed = match req.sealed(r) {
                 None => builder.push(&frame),
                 Some(sealed) => {
                     frame.payload = sealed;
                     builder.push_sealed(&frame)
                 }
             };
-            pushed.map_err(|source| PushError::Frame { index: i, source })?;
+            pushed.map_err(|source| PushError::Frame { index: r.1, source })?;
         }
         let blob = builder.finish(req.zstd_level)?;
         segments.push((run.len() as i32, blob.codec, Cow::Owned(blob.bytes)));
@@ -213,17 +240,17 @@ fn build<'a>(req: &Request<'a>, pending: &[usize]) -> Result<Built<'a>, PushErro
 async fn confirm_duplicates(
     tx: &DataTransaction<'_>,
     req: &Request<'_>,
-    pending: &[usize],
+    pending: &[Ref],
     hits: &[Option<Hit>],
-    outcomes: &mut [Option<PushOutcome>],
+    outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
-    let mut by_segment: BTreeMap<(i64, i64), Vec<(usize, i64)>> = BTreeMap::new();
-    for (&i, hit) in pending.iter().zip(hits) {
+    let mut by_segment: BTreeMap<(i64, i64), Vec<(Ref, i64)>> = BTreeMap::new();
+    for (&r, hit) in pending.iter().zip(hits) {
         if let Some(hit) = hit {
             by_segment
                 .entry((hit.partition_id, hit.segment_base))
                 .or_default()
-                .push((i, hit.offset));
+                .push((r, hit.offset));
         }
     }
     for ((partition_id, base), wanted) in by_segment {
@@ -234,21 +261,21 @@ async fn confirm_duplicates(
         let frames = FrameIter::new(&raw)
             .collect::<Result<Vec<_>, _>>()
             .map_err(BlobError::from)?;
-        for (i, offset) in wanted {
+        for ((j, i), offset) in wanted {
             let Some(frame) = usize::try_from(offset - base)
                 .ok()
                 .and_then(|k| frames.get(k))
             else {
                 continue;
             };
-            if frame.transaction_id == req.prepared.txn_ids[i] {
-                outcomes[i] = Some(PushOutcome {
+            if frame.transaction_id == req.txn((j, i)) {
+                outcomes[j][i] = Some(PushOutcome {
                     status: PushStatus::Duplicate,
-                    transaction_id: req.prepared.txn_ids[i].clone(),
+                    transaction_id: req.txn((j, i)).to_owned(),
                     message_id: frame.message_id,
                     partition_id,
                     offset,
-                    txn_hash: req.prepared.hashes[i],
+                    txn_hash: req.hash((j, i)),
                     dedup_window_secs: 0,
                 });
             }
