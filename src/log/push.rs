@@ -273,8 +273,7 @@ pub async fn stage_many(
 ) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
     // over the same partitions lock them in the same order and cannot deadlock.
-    let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<(usize, usize)>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<(usize, usize)>> = BTreeMap::new();
     for (j, request) in requests.iter().enumerate() {
         for (i, item) in request.items.iter().enumerate() {
             groups
@@ -284,10 +283,8 @@ pub async fn stage_many(
         }
     }
 
-    let mut outcomes: Vec<Vec<Option<PushOutcome>>> = requests
-        .iter()
-        .map(|r| vec![None; r.items.len()])
-        .collect();
+    let mut outcomes: Vec<Vec<Option<PushOutcome>>> =
+        requests.iter().map(|r| vec![None; r.items.len()]).collect();
     let request = Request {
         tenant,
         requests,

@@ -34,6 +34,7 @@ mod pop_leases;
 mod pop_routes;
 mod pop_subscriptions;
 mod push;
+mod push_combining;
 mod shutdown;
 mod transaction;
 mod wakes_lost;

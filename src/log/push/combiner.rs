@@ -127,7 +127,11 @@ impl PushCombiner {
     }
 }
 
-async fn write_loop(receiver: Arc<Mutex<mpsc::Receiver<Job>>>, broker: Weak<Broker>, window: Duration) {
+async fn write_loop(
+    receiver: Arc<Mutex<mpsc::Receiver<Job>>>,
+    broker: Weak<Broker>,
+    window: Duration,
+) {
     loop {
         let batch = {
             let mut receiver = receiver.lock().await;
