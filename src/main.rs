@@ -7,6 +7,11 @@ use queen::config::Config;
 use queen::{app, shutdown, telemetry};
 use tracing::{error, info};
 
+/// mimalloc instead of the system allocator: glibc's malloc, free and their chunk
+/// consolidation were about a sixth of the broker's CPU in the push and pop+ack profile.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[actix_web::main]
 async fn main() -> ExitCode {
     let config = match Config::from_vars(std::env::vars()) {
