@@ -21,7 +21,8 @@
 --   (partition_id, delivery_attempt, claim_start, claim_end, base_offset, start_idx, take,
 --    msg_count, created_at, codec, producer, blob). No rows = nothing claimed.
 --   Never waits on another transaction. Locks: the claimed consumer row until the end of
---   the caller's transaction; a transaction advisory lock when it creates the row.
+--   the caller's transaction; a transaction advisory lock when it creates the row. A
+--   leased claim sets synchronous_commit off for the caller's transaction (see below).
 
 -- The row of queen.log_pop_v1, as a type, so the wrappers can hold claimed rows, and the
 -- row every pop procedure answers.
@@ -347,6 +348,12 @@ BEGIN
             attempt_count = v_attempt,
             attempt_offset = v_start
         WHERE c.partition_id = p_pid AND c.consumer_group = p_group;
+        -- A lease is a reservation: a crash that loses it only makes the batch come again,
+        -- which is what an expired lease does anyway. So its commit need not wait for the
+        -- WAL flush (one fsync wait fewer per pop+ack cycle); the next synchronous commit
+        -- on the server (the ack's) flushes it. Auto-ack pops keep waiting: their cursor
+        -- advance is the only record that the messages were delivered.
+        PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
 
     RETURN QUERY
