@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a chosen set of benchmark scenarios and writes BENCHMARKS.md and its plot.
 #
-#   bench/run.sh                  # every set: partitions batch groups payload
+#   bench/run.sh                  # every set: partitions batch groups payload producers
 #   bench/run.sh partitions batch # only these sets
 #   BENCH_ONLY=batch-100 bench/run.sh   # one scenario by name (regex on the name)
 #
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 sets=("$@")
 if [ ${#sets[@]} -eq 0 ]; then
-  sets=(partitions batch groups payload)
+  sets=(partitions batch groups payload producers)
 fi
 results=${BENCH_RESULTS:-bench-results}
 

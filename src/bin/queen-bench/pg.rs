@@ -80,3 +80,15 @@ pub async fn postmaster_pid(client: &Client) -> anyhow::Result<Option<i32>> {
     let backend: i32 = row.get(0);
     Ok(crate::cpu::parent_of(backend))
 }
+
+/// Bytes of every stored segment blob of the broker (its compressed messages).
+pub async fn stored_blob_bytes(client: &Client) -> anyhow::Result<i64> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(sum(octet_length(blob)), 0)::bigint FROM queen.log_segments",
+            &[],
+        )
+        .await
+        .context("reading the stored segment bytes")?;
+    Ok(row.get(0))
+}

@@ -206,20 +206,55 @@ fn targets(w: &mut String, results: &[RunResult]) {
         None => "not run",
     };
     let fmt = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.2}×"));
-    let b100 = named(results, "batch-100");
-    let push = b100.and_then(RunResult::push_ratio);
+    let at_most = |x: Option<f64>, goal: f64| match x {
+        Some(x) if x <= goal => "met",
+        Some(_) => "**missed**",
+        None => "not run",
+    };
+    for (scenario, batch, push_goal, pop_goal) in
+        [("batch-100", 100, 2.0, 4.0), ("batch-10", 10, 1.0, 2.0)]
+    {
+        let r = named(results, scenario);
+        let push = r.and_then(RunResult::push_ratio);
+        let _ = writeln!(
+            w,
+            "| push at batch {batch} ≥ {push_goal}× baseline enqueue | {} (`{scenario}`) | {} |",
+            fmt(push),
+            verdict(push, push_goal)
+        );
+        let pop = r.and_then(RunResult::pop_ratio);
+        let _ = writeln!(
+            w,
+            "| pop+ack at batch {batch} ≥ {pop_goal}× baseline dequeue+delete | {} (`{scenario}`) | {} |",
+            fmt(pop),
+            verdict(pop, pop_goal)
+        );
+    }
+    let one = named(results, "producers8-partitions-1")
+        .zip(named(results, "producers8-partitions-100"))
+        .and_then(|(one, many)| ratio(one.broker.push.rate, many.broker.push.rate));
     let _ = writeln!(
         w,
-        "| push at batch 100 ≥ 2× baseline enqueue | {} (`batch-100`) | {} |",
-        fmt(push),
-        verdict(push, 2.0)
+        "| push to 1 partition ≥ 0.6× push to 100 partitions, 8 producers | {} \
+         (`producers8-partitions-1` / `producers8-partitions-100`) | {} |",
+        fmt(one),
+        verdict(one, 0.6)
     );
-    let pop = b100.and_then(RunResult::pop_ratio);
+    let b100 = named(results, "batch-100");
+    let cpu = b100.and_then(RunResult::pg_cpu_ratio);
     let _ = writeln!(
         w,
-        "| pop+ack at batch 100 ≥ 5× baseline dequeue+delete | {} (`batch-100`) | {} |",
-        fmt(pop),
-        verdict(pop, 5.0)
+        "| PostgreSQL CPU per message, broker ≤ 0.33× baseline | {} (`batch-100`) | {} |",
+        fmt(cpu),
+        at_most(cpu, 0.33)
+    );
+    let wal = b100.and_then(RunResult::wal_per_stored_byte);
+    let _ = writeln!(
+        w,
+        "| broker WAL bytes per message ≤ 1.3× its stored (compressed) bytes per message | {} \
+         (`batch-100`) | {} |",
+        fmt(wal),
+        at_most(wal, 1.3)
     );
     let (p100, p10k) = (
         named(results, "partitions-100"),

@@ -31,6 +31,9 @@ pub struct RunResult {
     pub broker_env: Vec<(String, String)>,
     /// The broker's figures.
     pub broker: SystemResult,
+    /// Bytes of the segment blobs the broker stored in its push phase (compressed).
+    #[serde(default)]
+    pub stored_blob_bytes: Option<i64>,
     /// With `--compare-wire`: the broker again, binary push and framed pop, same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<SystemResult>,
@@ -161,6 +164,20 @@ impl RunResult {
     /// broker pop+ack / baseline dequeue+delete.
     pub fn pop_ratio(&self) -> Option<f64> {
         ratio(self.broker.drain.rate, self.baseline.as_ref()?.drain.rate)
+    }
+
+    /// PostgreSQL CPU per message, broker / baseline.
+    pub fn pg_cpu_ratio(&self) -> Option<f64> {
+        ratio(
+            self.broker.pg_cpu_per_m()?,
+            self.baseline.as_ref()?.pg_cpu_per_m()?,
+        )
+    }
+
+    /// The broker's WAL bytes per message / its stored (compressed) blob bytes per message.
+    pub fn wal_per_stored_byte(&self) -> Option<f64> {
+        let stored = self.stored_blob_bytes? as f64 / self.broker.push.messages.max(1) as f64;
+        ratio(self.broker.wal_per_msg()?, stored)
     }
 
     /// broker push / raw segment inserts, and / segments plus dedup rows.

@@ -109,6 +109,8 @@ async fn measure(
     let (producers, consumers) = broker_clients(args, &target, args.binary, args.frames)?;
     let (broker, producers, consumers) =
         throughput(&ctx, "broker", producers, consumers, 0).await?;
+    // What the broker stored for it: the compressed segment bytes the WAL is measured against.
+    let stored_blob_bytes = pg::stored_blob_bytes(&meter.admin).await.ok();
 
     // The broker again, binary push and framed pop, on its own queue of the same shape.
     let wire = if args.compare_wire {
@@ -242,6 +244,7 @@ async fn measure(
         postgres,
         broker_env: args.broker_env.clone(),
         broker,
+        stored_blob_bytes,
         wire,
         baseline,
         ceiling,
