@@ -208,3 +208,47 @@ async fn stored_messages(b: &TestBroker) -> i64 {
         .unwrap()
         .get(0)
 }
+
+/// `queen.log_ack_v1`, which brokers from before `log_ack_v2` call during a rolling
+/// upgrade, still acks by transaction id (it hashes them itself).
+#[actix_rt::test]
+async fn the_ack_function_of_older_brokers_still_acks_by_transaction_id() {
+    // Arrange: two leased messages.
+    let b = TestBroker::start().await;
+    push_one(&b, "dw-v1", "v1-a", json!(1)).await;
+    push_one(&b, "dw-v1", "v1-b", json!(2)).await;
+    let popped = b.pop_messages("/api/v1/pop/queue/dw-v1?batch=10").await;
+    assert_eq!(popped.len(), 2);
+    let pid: i64 = popped[0]["partitionId"].as_str().unwrap().parse().unwrap();
+    let lease = popped[0]["leaseId"].as_str().unwrap().to_owned();
+
+    // Act
+    let rows = b
+        .sql()
+        .await
+        .query(
+            "SELECT success, lease_released FROM queen.log_ack_v1($1, '__QUEUE_MODE__', $2, \
+             ARRAY['v1-b', 'v1-a'], NULL, ARRAY['completed', 'completed'], ARRAY[NULL, NULL]::text[])",
+            &[&pid, &lease],
+        )
+        .await
+        .unwrap();
+
+    // Assert
+    assert!(rows.iter().all(|r| r.get::<_, bool>(0) && r.get::<_, bool>(1)));
+    let committed: i64 = b
+        .sql()
+        .await
+        .query_one(
+            "SELECT committed FROM queen.log_consumers WHERE partition_id = $1",
+            &[&pid],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(committed, 1);
+    assert!(b
+        .pop_messages("/api/v1/pop/queue/dw-v1?batch=10")
+        .await
+        .is_empty());
+}
