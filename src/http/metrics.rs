@@ -14,6 +14,12 @@ use super::AppState;
 use crate::db::admin::status::{queue_metrics, QueueMetrics};
 
 /// `GET /metrics`.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "metrics",
+    responses((status = 200, description = "counters as JSON", body = Object))
+)]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(snapshot(&state).await)
 }
@@ -24,6 +30,14 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
 /// lag (seconds since the oldest of them was pushed) and throughput (messages pushed in the
 /// last minute), from one SQL function. If the database does not answer, the counters are
 /// still served and the queue gauges are left out.
+#[utoipa::path(
+    get,
+    path = "/metrics/prometheus",
+    tag = "metrics",
+    responses(
+        (status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)
+    )
+)]
 pub async fn prometheus(state: web::Data<AppState>) -> HttpResponse {
     let body = snapshot(&state).await;
     let mut text = prometheus_text(&body);

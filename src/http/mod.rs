@@ -2,7 +2,8 @@
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
 //! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
-//! [`binary`]; status codes and error bodies are decided in [`error`] only.
+//! [`binary`]; status codes and error bodies are decided in [`error`] only. [`openapi`]
+//! describes every route and serves that.
 
 pub mod ack;
 pub mod admin;
@@ -12,6 +13,7 @@ pub mod error;
 pub mod health;
 pub mod lease;
 pub mod metrics;
+pub mod openapi;
 pub mod pop;
 pub mod push;
 pub mod query;
@@ -46,6 +48,11 @@ impl AppState {
 pub fn routes(cfg: &mut web::ServiceConfig) {
     admin::routes(cfg);
     cfg.service(
+        web::resource("/api/openapi.json")
+            .route(web::get().to(openapi::serve))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
         web::resource(["/health", "/health/ready"])
             .route(web::get().to(health::health))
             .default_service(web::to(method_not_allowed)),

@@ -26,6 +26,7 @@ mod hotlist_wheel;
 mod lease_and_configure;
 mod mesh;
 mod nodes;
+mod openapi;
 mod pop_echoes;
 mod pop_gates;
 mod pop_leases;
