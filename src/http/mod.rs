@@ -2,13 +2,14 @@
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
 //! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
-//! [`binary`]; status codes and error bodies are decided in [`error`] only. [`openapi`]
-//! describes every route and serves that.
+//! [`binary`]; status codes and error bodies are decided in [`error`] only. The web console's
+//! files are served by [`console`]; [`openapi`] describes every route and serves that.
 
 pub mod ack;
 pub mod admin;
 pub mod binary;
 pub mod configure;
+pub mod console;
 pub mod error;
 pub mod health;
 pub mod lease;
@@ -47,6 +48,7 @@ impl AppState {
 /// The route table.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     admin::routes(cfg);
+    console::routes(cfg);
     cfg.service(
         web::resource("/api/openapi.json")
             .route(web::get().to(openapi::serve))

@@ -16,6 +16,8 @@ mod binary_push;
 mod cluster_script;
 mod compat_python;
 mod concurrency;
+mod console;
+mod console_routes;
 mod encryption;
 mod failures;
 mod harness;

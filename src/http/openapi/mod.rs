@@ -73,6 +73,9 @@ use crate::http;
         http::admin::traces::for_message,
         http::admin::traces::by_name,
         http::admin::traces::names,
+        http::console::index,
+        http::console::page,
+        http::console::asset,
         serve,
     )
 )]
@@ -82,7 +85,7 @@ struct ApiDoc;
 #[utoipa::path(
     get,
     path = "/api/openapi.json",
-    tag = "system",
+    tag = "console",
     responses((status = 200, description = "this document", body = Object))
 )]
 pub async fn serve() -> HttpResponse {
@@ -99,7 +102,7 @@ fn build() -> Document {
     let mut doc = ApiDoc::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     // Aliases served by the same handler (a macro gives one path per function).
-    for (alias, of) in [("/health/ready", "/health")] {
+    for (alias, of) in [("/health/ready", "/health"), ("/console", "/")] {
         if let Some(item) = doc.paths.paths.get(of).cloned() {
             doc.paths.paths.insert(alias.to_owned(), item);
         }
