@@ -100,6 +100,7 @@ pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
 
 /// Calls `queen.log_push_v1` inside a transaction the caller owns, with the statement from
 /// [`statement`]. Same contract as [`PushTransaction::append`].
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_v1"))]
 pub async fn append_in(
     tx: &impl GenericClient,
     statement: &Statement,

@@ -3,7 +3,8 @@
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
 //! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
 //! [`binary`]; status codes and error bodies are decided in [`error`] only. The web console's
-//! files are served by [`console`]; [`openapi`] describes every route and serves that.
+//! files are served by [`console`]; [`openapi`] describes every route and serves that;
+//! [`timing`] times every request for the latency histograms.
 
 pub mod ack;
 pub mod admin;
@@ -19,6 +20,7 @@ pub mod pop;
 pub mod push;
 pub mod query;
 pub mod system;
+pub mod timing;
 pub mod transaction;
 
 use std::sync::Arc;

@@ -27,6 +27,7 @@ mod hotlist_lent;
 mod hotlist_wheel;
 mod lease_and_configure;
 mod mesh;
+mod metrics_typed;
 mod nodes;
 mod openapi;
 mod pop_echoes;
