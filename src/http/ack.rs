@@ -35,7 +35,7 @@ struct RawBatch {
     tag = "messages",
     request_body = crate::http::openapi::schemas::AckBody,
     responses(
-        (status = 200, description = "the verdict", body = Object),
+        (status = 200, description = "the verdict, as a one-item list", body = Vec<Object>),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
@@ -59,7 +59,7 @@ pub async fn ack_one(
     tag = "messages",
     request_body = crate::http::openapi::schemas::AckBatchBody,
     responses(
-        (status = 200, description = "one verdict per ack", body = Object),
+        (status = 200, description = "one verdict per ack", body = Vec<Object>),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )

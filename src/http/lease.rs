@@ -15,7 +15,7 @@ const MAX_EXTEND_SECONDS: i64 = 86_400;
     post,
     path = "/api/v1/lease/{lease_id}/extend",
     tag = "messages",
-    params(("lease_id" = String, Path, description = "Lease id (a UUID)")),
+    params(("lease_id" = String, Path, min_length = 1, description = "Lease id, as a pop answers it")),
     responses(
         (status = 200, description = "renewed", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),

@@ -25,7 +25,8 @@ pub mod transaction;
 
 use std::sync::Arc;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
@@ -137,8 +138,17 @@ async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     })
 }
 
-async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// The 405 of a route that exists for other methods, with the `Allow` header HTTP asks for
+/// (the methods the OpenAPI document lists for the route's pattern).
+pub(crate) async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+    let mut answer = ApiError::MethodNotAllowed.error_response();
+    if let Some(pattern) = req.match_pattern() {
+        let allow = openapi::allowed_methods(&pattern).join(", ");
+        if let Ok(value) = HeaderValue::from_str(&allow) {
+            answer.headers_mut().insert(header::ALLOW, value);
+        }
+    }
+    answer
 }
 
 /// Reads a request body up to the configured limit (413 with a JSON error beyond it).

@@ -38,7 +38,7 @@ const MAX_LEASE_SECONDS: u64 = 86_400;
     get,
     path = "/api/v1/pop/queue/{queue}",
     tag = "messages",
-    params(crate::http::openapi::params::PopQuery, ("queue" = String, Path, description = "Queue name")),
+    params(crate::http::openapi::params::PopQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
     responses(
         (status = 200, description = "messages", body = Object),
         (status = 204, description = "nothing to pop"),
@@ -61,7 +61,7 @@ pub async fn pop_queue(
     get,
     path = "/api/v1/pop/queue/{queue}/partition/{partition}",
     tag = "messages",
-    params(crate::http::openapi::params::PopQuery, ("queue" = String, Path, description = "Queue name"), ("partition" = String, Path, description = "Partition name")),
+    params(crate::http::openapi::params::PopQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)"), ("partition" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Partition name (at most 512 bytes)")),
     responses(
         (status = 200, description = "messages", body = Object),
         (status = 204, description = "nothing to pop"),

@@ -103,8 +103,8 @@ fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiErro
     path = "/api/v1/messages/{partition_id}/{transaction_id}/retry",
     tag = "dead letters",
     params(
-        ("partition_id" = String, Path, description = "Partition id (a UUID)"),
-        ("transaction_id" = String, Path, description = "Message transaction id")
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
     ),
     responses(
         (status = 200, description = "appended again", body = Object),

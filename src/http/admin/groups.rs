@@ -29,7 +29,7 @@ const DEFAULT_MIN_LAG_SECONDS: u64 = 60;
     path = "/api/v1/consumer-groups",
     tag = "consumer groups",
     responses(
-        (status = 200, description = "groups per queue with lag", body = Object),
+        (status = 200, description = "groups per queue with lag", body = Vec<Object>),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
@@ -49,7 +49,7 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     tag = "consumer groups",
     params(crate::http::openapi::params::LaggingQuery),
     responses(
-        (status = 200, description = "lagging partitions", body = Object),
+        (status = 200, description = "lagging partitions", body = Vec<Object>),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
@@ -78,7 +78,7 @@ pub async fn lagging(
     get,
     path = "/api/v1/consumer-groups/{group}",
     tag = "consumer groups",
-    params(("group" = String, Path, description = "Consumer group")),
+    params(("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)")),
     responses(
         (status = 200, description = "partitions by queue", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
@@ -107,7 +107,7 @@ pub async fn detail(
     delete,
     path = "/api/v1/consumer-groups/{group}",
     tag = "consumer groups",
-    params(crate::http::openapi::params::DeleteGroupQuery, ("group" = String, Path, description = "Consumer group")),
+    params(crate::http::openapi::params::DeleteGroupQuery, ("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)")),
     responses(
         (status = 200, description = "deleted", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
@@ -137,7 +137,7 @@ pub async fn delete(
     delete,
     path = "/api/v1/consumer-groups/{group}/queues/{queue}",
     tag = "consumer groups",
-    params(crate::http::openapi::params::DeleteGroupQuery, ("group" = String, Path, description = "Consumer group"), ("queue" = String, Path, description = "Queue name")),
+    params(crate::http::openapi::params::DeleteGroupQuery, ("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)"), ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
     responses(
         (status = 200, description = "deleted", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
@@ -204,7 +204,7 @@ struct SubscriptionBody {
     post,
     path = "/api/v1/consumer-groups/{group}/subscription",
     tag = "consumer groups",
-    params(("group" = String, Path, description = "Consumer group")),
+    params(("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)")),
     request_body = crate::http::openapi::schemas::SubscriptionBody,
     responses(
         (status = 200, description = "moved", body = Object),
@@ -256,8 +256,8 @@ struct SeekBody {
     path = "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
     tag = "consumer groups",
     params(
-        ("group" = String, Path, description = "Consumer group"),
-        ("queue" = String, Path, description = "Queue name")
+        ("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)"),
+        ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")
     ),
     request_body = crate::http::openapi::schemas::SeekBody,
     responses(

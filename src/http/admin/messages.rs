@@ -131,8 +131,8 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     path = "/api/v1/messages/{partition_id}/{transaction_id}",
     tag = "messages admin",
     params(
-        ("partition_id" = String, Path, description = "Partition id (a UUID)"),
-        ("transaction_id" = String, Path, description = "Message transaction id")
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
     ),
     responses(
         (status = 200, description = "the message", body = Object),
@@ -189,8 +189,8 @@ pub async fn detail(
     path = "/api/v1/messages/{partition_id}/{transaction_id}",
     tag = "messages admin",
     params(
-        ("partition_id" = String, Path, description = "Partition id (a UUID)"),
-        ("transaction_id" = String, Path, description = "Message transaction id")
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
     ),
     responses(
         (status = 200, description = "erased", body = Object),

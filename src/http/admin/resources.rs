@@ -83,7 +83,7 @@ pub async fn queues(
     get,
     path = "/api/v1/resources/queues/{queue}",
     tag = "resources",
-    params(("queue" = String, Path, description = "Queue name")),
+    params(("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
     responses(
         (status = 200, description = "the queue", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
@@ -111,7 +111,7 @@ pub async fn queue(
     get,
     path = "/api/v1/resources/queues/{queue}/depth",
     tag = "resources",
-    params(crate::http::openapi::params::DepthQuery, ("queue" = String, Path, description = "Queue name")),
+    params(crate::http::openapi::params::DepthQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
     responses(
         (status = 200, description = "pending per partition", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
@@ -144,7 +144,7 @@ pub async fn depth(
     delete,
     path = "/api/v1/resources/queues/{queue}",
     tag = "resources",
-    params(("queue" = String, Path, description = "Queue name")),
+    params(("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
     responses(
         (status = 200, description = "{deleted, queue, existed}", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),

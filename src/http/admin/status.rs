@@ -116,7 +116,7 @@ pub async fn queues(
     get,
     path = "/api/v1/status/queues/{queue}",
     tag = "status",
-    params(crate::http::openapi::params::StatusQuery, ("queue" = String, Path, description = "Queue name")),
+    params(crate::http::openapi::params::StatusQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
     responses(
         (status = 200, description = "one queue", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),

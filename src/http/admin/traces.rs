@@ -131,8 +131,8 @@ pub async fn add(
     path = "/api/v1/traces/{partition_id}/{transaction_id}",
     tag = "traces",
     params(
-        ("partition_id" = String, Path, description = "Partition id (a UUID)"),
-        ("transaction_id" = String, Path, description = "Message transaction id")
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
     ),
     responses(
         (status = 200, description = "events", body = Object),
@@ -160,7 +160,7 @@ pub async fn for_message(
     get,
     path = "/api/v1/traces/by-name/{name}",
     tag = "traces",
-    params(crate::http::openapi::params::TracesByNameQuery, ("name" = String, Path, description = "Trace name")),
+    params(crate::http::openapi::params::TracesByNameQuery, ("name" = String, Path, min_length = 1, max_length = 256, description = "Trace name")),
     responses(
         (status = 200, description = "events", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),

@@ -9,7 +9,7 @@
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
-use super::ApiError;
+use super::{method_not_allowed, ApiError};
 
 /// The compiled-in files: name under `/console/assets/`, content type, bytes.
 const ASSETS: [(&str, &str, &[u8]); 4] = [
@@ -112,8 +112,4 @@ fn html() -> HttpResponse {
         .content_type("text/html; charset=utf-8")
         .insert_header((header::CACHE_CONTROL, "no-cache"))
         .body(INDEX)
-}
-
-async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
 }

@@ -155,6 +155,15 @@ pub fn documents(method: &str, path: &str) -> bool {
     })
 }
 
+/// The methods the document lists for a route pattern, in `GET, POST, PUT, DELETE` order
+/// (the `Allow` header of a 405).
+pub fn allowed_methods(pattern: &str) -> Vec<&'static str> {
+    ["GET", "POST", "PUT", "DELETE"]
+        .into_iter()
+        .filter(|m| documents(&m.to_ascii_lowercase(), pattern))
+        .collect()
+}
+
 /// A path with every `{name}` (or actix `{name:regex}`) replaced by `{}`.
 fn shape(path: &str) -> String {
     let mut out = String::new();

@@ -12,23 +12,30 @@ use utoipa::IntoParams;
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case)]
 pub struct PopQuery {
-    /// Most messages in the answer, across the claimed partitions (1 to 10000; default 200).
+    /// Most messages in the answer, across the claimed partitions (default 200).
+    #[param(minimum = 1, maximum = 100000)]
     batch: Option<u32>,
     /// Most partitions claimed at once (default 1).
+    #[param(minimum = 1, maximum = 10000)]
     partitions: Option<u32>,
     /// Long-poll until a message arrives or `timeout` passes.
     wait: Option<bool>,
     /// Long-poll deadline in milliseconds.
+    #[param(minimum = 0, maximum = 3600000)]
     timeout: Option<u64>,
     /// Consumer group (absent: queue mode).
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     consumerGroup: Option<String>,
     /// Complete the messages as they are delivered.
     autoAck: Option<bool>,
     /// `all` or `new`: where a new group starts.
+    #[param(pattern = "^(all|new)$")]
     subscriptionMode: Option<String>,
     /// `now` or an ISO-8601 time: where a new group starts.
+    #[param(pattern = "^now$")]
     subscriptionFrom: Option<String>,
     /// Lease length in seconds, overriding the queue's `leaseTime`.
+    #[param(minimum = 1, maximum = 86400)]
     leaseSeconds: Option<u32>,
     /// Deliver only the newest message of each claimed partition (needs a group).
     conflation: Option<bool>,
@@ -47,8 +54,10 @@ pub struct PopQuery {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Page size.
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -59,8 +68,10 @@ pub struct QueuesQuery {
     /// Part of the queue name.
     search: Option<String>,
     /// Page size (1 to 10000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -69,10 +80,13 @@ pub struct QueuesQuery {
 #[into_params(parameter_in = Query)]
 pub struct PartitionsQuery {
     /// Only this queue's partitions.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     queue: Option<String>,
     /// Page size (1 to 10000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -81,6 +95,7 @@ pub struct PartitionsQuery {
 #[into_params(parameter_in = Query)]
 pub struct DepthQuery {
     /// A consumer group (absent: queue mode's slowest cursor).
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     group: Option<String>,
 }
 
@@ -90,6 +105,7 @@ pub struct DepthQuery {
 #[allow(non_snake_case)]
 pub struct LaggingQuery {
     /// Oldest unconsumed message at least this old (default 60).
+    #[param(minimum = 0, maximum = 4294967295_i64)]
     minLagSeconds: Option<u32>,
 }
 
@@ -108,18 +124,25 @@ pub struct DeleteGroupQuery {
 #[allow(non_snake_case)]
 pub struct DlqQuery {
     /// Queue name.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     queue: Option<String>,
     /// Consumer group.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     consumerGroup: Option<String>,
     /// Partition name.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     partition: Option<String>,
     /// Failed at or after this ISO-8601 time.
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Failed at or before this ISO-8601 time.
+    #[param(format = DateTime)]
     to: Option<String>,
     /// Page size (1 to 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -128,22 +151,29 @@ pub struct DlqQuery {
 #[into_params(parameter_in = Query)]
 pub struct MessagesQuery {
     /// Queue name.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     queue: Option<String>,
     /// Partition name.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     partition: Option<String>,
     /// Namespace.
     ns: Option<String>,
     /// Task.
     task: Option<String>,
     /// `pending`, `processing` or `completed`.
+    #[param(pattern = "^(pending|processing|completed)$")]
     status: Option<String>,
     /// Pushed at or after this ISO-8601 time.
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Pushed at or before this ISO-8601 time.
+    #[param(format = DateTime)]
     to: Option<String>,
     /// Page size.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -152,10 +182,13 @@ pub struct MessagesQuery {
 #[into_params(parameter_in = Query)]
 pub struct StatusQuery {
     /// Window start, ISO-8601 (default: an hour before `to`).
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Window end, ISO-8601 (default: now).
+    #[param(format = DateTime)]
     to: Option<String>,
     /// Queue name.
+    #[param(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$")]
     queue: Option<String>,
     /// Namespace.
     namespace: Option<String>,
@@ -168,12 +201,16 @@ pub struct StatusQuery {
 #[into_params(parameter_in = Query)]
 pub struct StatusQueuesQuery {
     /// Window start, ISO-8601.
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Window end, ISO-8601.
+    #[param(format = DateTime)]
     to: Option<String>,
     /// Page size (1 to 10000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -182,10 +219,13 @@ pub struct StatusQueuesQuery {
 #[into_params(parameter_in = Query)]
 pub struct AnalyticsQuery {
     /// `hour` (default), `day`, `week` or `month`.
+    #[param(pattern = "^(hour|day|week|month)$")]
     interval: Option<String>,
     /// Window start, ISO-8601.
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Window end, ISO-8601.
+    #[param(format = DateTime)]
     to: Option<String>,
 }
 
@@ -194,12 +234,16 @@ pub struct AnalyticsQuery {
 #[into_params(parameter_in = Query)]
 pub struct TracesByNameQuery {
     /// Recorded at or after this ISO-8601 time.
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Recorded at or before this ISO-8601 time.
+    #[param(format = DateTime)]
     to: Option<String>,
     /// Page size (1 to 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }
 
@@ -210,7 +254,9 @@ pub struct TraceNamesQuery {
     /// Part of the name.
     search: Option<String>,
     /// Page size (1 to 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
     /// Rows skipped.
+    #[param(minimum = 0, maximum = 2147483647)]
     offset: Option<u32>,
 }

@@ -30,8 +30,10 @@ pub struct PushBody {
 #[schema(rename_all = "camelCase")]
 pub struct PushItem {
     /// Queue name (created on first push).
+    #[schema(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1)]
     queue: String,
     /// Partition name (`Default` when absent).
+    #[schema(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1)]
     partition: Option<String>,
     /// Any JSON value.
     #[schema(value_type = Value)]
@@ -39,6 +41,9 @@ pub struct PushItem {
     /// Client-chosen id; a repeat in the same partition answers `duplicate`.
     transaction_id: Option<String>,
     /// A UUID grouping traces.
+    #[schema(
+        pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
     trace_id: Option<String>,
 }
 
@@ -47,14 +52,18 @@ pub struct PushItem {
 #[schema(rename_all = "camelCase")]
 pub struct AckBody {
     /// The message's transaction id, as popped.
+    #[schema(min_length = 1)]
     transaction_id: String,
     /// The message's partition id (a UUID), as popped.
+    #[schema(pattern = "^[1-9][0-9]{0,17}$")]
     partition_id: String,
     /// `completed` (default), `failed`, `retry` or `dlq`.
+    #[schema(pattern = "^(completed|failed|retry|dlq)?$")]
     status: Option<String>,
     /// Why it failed (kept with a dead letter).
     error: Option<String>,
     /// The group that popped it (absent: queue mode).
+    #[schema(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1)]
     consumer_group: Option<String>,
     /// The lease of the pop (a UUID).
     lease_id: Option<String>,
@@ -67,6 +76,7 @@ pub struct AckBatchBody {
     /// The acknowledgements.
     acknowledgments: Vec<AckBody>,
     /// Default group of every item.
+    #[schema(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1)]
     consumer_group: Option<String>,
 }
 
@@ -85,6 +95,7 @@ pub struct TransactionBody {
 #[derive(ToSchema)]
 pub struct ConfigureBody {
     /// Queue name.
+    #[schema(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1)]
     queue: String,
     /// Namespace the queue belongs to (for namespace pops).
     namespace: Option<String>,
@@ -99,26 +110,36 @@ pub struct ConfigureBody {
 #[schema(rename_all = "camelCase")]
 pub struct QueueOptionsBody {
     /// Seconds a pop's lease lasts (1 to 86400).
+    #[schema(minimum = 1, maximum = 86400)]
     lease_time: Option<i64>,
     /// Failures before a dead letter (0 to 10000).
+    #[schema(minimum = 0, maximum = 10000)]
     retry_limit: Option<i64>,
     /// Higher pops first across queues.
+    #[schema(minimum = -1000000, maximum = 1000000)]
     priority: Option<i64>,
     /// Seconds a message waits before it can be popped.
+    #[schema(minimum = 0, maximum = 31536000)]
     delayed_processing: Option<i64>,
     /// Seconds a partition waits after its last push before it is popped.
+    #[schema(minimum = 0, maximum = 86400)]
     window_buffer: Option<i64>,
-    /// Seconds before a failed message is offered again.
+    /// Milliseconds before a failed message is offered again.
+    #[schema(minimum = 0, maximum = 86400000)]
     retry_delay: Option<i64>,
     /// Most messages kept.
+    #[schema(minimum = 0, maximum = 2147483647)]
     max_size: Option<i64>,
     /// Seconds a message lives.
+    #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
     ttl: Option<i64>,
     /// Whether old messages are removed.
     retention_enabled: Option<bool>,
     /// Seconds messages are kept.
+    #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
     retention_seconds: Option<i64>,
     /// Seconds completed messages are kept.
+    #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
     completed_retention_seconds: Option<i64>,
     /// Whether failed messages are dead-lettered.
     dead_letter_queue: Option<bool>,
@@ -127,8 +148,10 @@ pub struct QueueOptionsBody {
     /// Seal payloads at rest (needs `QUEEN_ENCRYPTION_KEY`).
     encryption_enabled: Option<bool>,
     /// Seconds a message may wait before it is dropped.
+    #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
     max_wait_time_seconds: Option<i64>,
     /// Milliseconds an under-full claim is held to fill.
+    #[schema(minimum = 0, maximum = 60000)]
     min_pop_wait_time: Option<i64>,
 }
 
@@ -146,6 +169,7 @@ pub struct SeekBody {
     /// Move past every message.
     to_end: Option<bool>,
     /// Move to the first message pushed at or after this ISO-8601 time.
+    #[schema(format = DateTime)]
     timestamp: Option<String>,
 }
 
@@ -154,6 +178,7 @@ pub struct SeekBody {
 #[schema(rename_all = "camelCase")]
 pub struct SubscriptionBody {
     /// ISO-8601 time where cursors created later start.
+    #[schema(format = DateTime)]
     subscription_timestamp: String,
 }
 
@@ -162,18 +187,24 @@ pub struct SubscriptionBody {
 #[schema(rename_all = "camelCase")]
 pub struct TraceBody {
     /// The message's transaction id.
+    #[schema(min_length = 1)]
     transaction_id: String,
     /// The message's partition id (a UUID).
+    #[schema(pattern = "^[1-9][0-9]{0,17}$")]
     partition_id: String,
     /// The group that handled it.
+    #[schema(pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1)]
     consumer_group: Option<String>,
-    /// Names the event is filed under.
+    /// Names the event is filed under (at most 32, each 1 to 256 bytes).
+    #[schema(max_items = 32)]
     trace_names: Option<Vec<String>>,
-    /// What happened.
+    /// What happened (1 to 256 bytes).
+    #[schema(min_length = 1, max_length = 64)]
     event_type: Option<String>,
     /// Any JSON.
     #[schema(value_type = Option<Object>)]
     data: Option<Value>,
-    /// Who recorded it.
+    /// Who recorded it (1 to 256 bytes).
+    #[schema(min_length = 1, max_length = 64)]
     worker_id: Option<String>,
 }
