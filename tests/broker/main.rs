@@ -19,6 +19,7 @@ mod compat_python;
 mod concurrency;
 mod console;
 mod console_routes;
+mod docs;
 mod encryption;
 mod failures;
 mod harness;
