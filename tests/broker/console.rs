@@ -227,3 +227,40 @@ async fn the_maintenance_page_pauses_pops_after_a_confirmation() {
     let (_, state) = b.get("/api/v1/system/maintenance").await;
     assert_eq!(state["pop"], true, "{state}");
 }
+
+/// "Seek to end" on the consumer-groups page, once confirmed, leaves the group no lag.
+#[actix_rt::test]
+async fn seeking_a_group_to_the_end_from_the_page_clears_its_lag() {
+    let b = TestBroker::start().await;
+    fill(&b, "console-seek", "p", 4).await;
+    let got = b
+        .pop_messages("/api/v1/pop/queue/console-seek?batch=1&consumerGroup=late&autoAck=true")
+        .await;
+    assert_eq!(got.len(), 1);
+    let browser = Browser::start().await;
+
+    browser.goto(&b.url("/console/groups?group=late")).await;
+    let lag = r#".lag[data-group="late"][data-queue="console-seek"]"#;
+    browser.text_when(lag, |t| t == "3").await;
+    browser
+        .click(r#"button[data-act="end"][data-group="late"]"#)
+        .await;
+    browser
+        .text_when("#confirm-text", |t| t.contains("late"))
+        .await;
+    browser.click("#confirm-ok").await;
+
+    browser
+        .text_when("#group-result", |t| t.contains("end of console-seek"))
+        .await;
+    browser.text_when(lag, |t| t == "0").await;
+    let (_, groups) = b.get("/api/v1/consumer-groups").await;
+    let late = groups
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|g| g["name"] == "late")
+        .cloned()
+        .expect("the group is listed");
+    assert_eq!(late["totalLag"], 0, "{late}");
+}

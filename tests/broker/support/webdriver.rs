@@ -94,6 +94,18 @@ impl Browser {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body)
+            .await
+            .unwrap_or_else(|error| panic!("webdriver {path}: {error}"))
+    }
+
+    /// One WebDriver command; `Err` carries the driver's error and message.
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         let mut req = self.http.request(method, format!("{}{path}", self.session));
         if let Some(body) = body {
             req = req.json(&body);
@@ -105,10 +117,10 @@ impl Browser {
             .json()
             .await
             .expect("a JSON answer");
-        if let Some(error) = answer["value"]["error"].as_str() {
-            panic!("webdriver {path}: {error}: {}", answer["value"]["message"]);
+        match answer["value"]["error"].as_str() {
+            Some(error) => Err(format!("{error}: {}", answer["value"]["message"])),
+            None => Ok(answer["value"].clone()),
         }
-        answer["value"].clone()
     }
 
     /// Opens a URL.
@@ -136,16 +148,24 @@ impl Browser {
             .to_owned()
     }
 
-    /// Clicks the element matching `css` (as a person would: it must be visible).
+    /// Clicks the element matching `css` (as a person would: it must be visible). The
+    /// console redraws its tables every refresh, so an element gone stale between finding
+    /// and clicking is found again.
     pub async fn click(&self, css: &str) {
-        self.wait_for(css).await;
-        let id = self.element(css).await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            Some(json!({})),
-        )
-        .await;
+        let deadline = Instant::now() + PAGE_TIMEOUT;
+        loop {
+            self.wait_for(css).await;
+            let id = self.element(css).await;
+            let path = format!("/element/{id}/click");
+            match self
+                .try_call(reqwest::Method::POST, &path, Some(json!({})))
+                .await
+            {
+                Ok(_) => return,
+                Err(error) if error.starts_with("stale element") && Instant::now() < deadline => {}
+                Err(error) => panic!("click {css}: {error}"),
+            }
+        }
     }
 
     /// Replaces the text of the input matching `css`.
