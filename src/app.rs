@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use actix::Arbiter;
 use actix_web::dev::ServerHandle;
-use actix_web::middleware::{NormalizePath, TrailingSlash};
+use actix_web::middleware::{from_fn, NormalizePath, TrailingSlash};
 use actix_web::{web, App as ActixApp, HttpServer};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -20,7 +20,7 @@ use crate::broker::Broker;
 use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
 use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError};
-use crate::http::{routes, AppState};
+use crate::http::{routes, timing, AppState};
 use crate::limiter::Limiter;
 use crate::log::push::combiner::{CombineConfig, PushCombiner};
 use crate::log::push::window::DedupWindows;
@@ -176,6 +176,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     let server = HttpServer::new(move || {
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
+            // Innermost first: timing sees the normalised path's route pattern.
+            .wrap(from_fn(timing::observe))
             .wrap(NormalizePath::new(TrailingSlash::MergeOnly))
             .configure(routes)
     })

@@ -1,6 +1,13 @@
 //! Counters of the pop path, the wakes and the pool, served on `GET /metrics`.
 //!
-//! Relaxed atomics: each counter is independent and only ever read for reporting.
+//! Relaxed atomics: each counter is independent and only ever read for reporting. The
+//! Prometheus side is in the submodules: [`latency`] holds the process's histograms,
+//! [`sql_spans`] times SQL calls from their tracing spans, and [`exposition`] renders
+//! counters, gauges and histograms as typed Prometheus families.
+
+pub mod exposition;
+pub mod latency;
+pub mod sql_spans;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 

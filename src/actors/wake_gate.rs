@@ -3,8 +3,13 @@
 //! A parked pop holds a receiver and nothing else (no permit, no connection). Opening the
 //! gate wakes every parked pop at once; each re-asks the actor for work, and those that
 //! find none park again. A wake that is lost costs the parked pop one backoff interval.
+//! How long each woken pop was parked is observed in `queen_wake_wait_seconds`.
+
+use std::time::Instant;
 
 use tokio::sync::oneshot;
+
+use crate::metrics::latency::latency;
 
 /// What opened the gate (counted per source on `/metrics`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +29,20 @@ pub enum WakeSource {
 /// Parked long-polls of one group.
 #[derive(Debug, Default)]
 pub struct WakeGate {
-    parked: Vec<oneshot::Sender<WakeSource>>,
+    parked: Vec<(oneshot::Sender<WakeSource>, Instant)>,
+}
+
+impl WakeSource {
+    /// The `source` label of the wake metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            WakeSource::Push => "push",
+            WakeSource::Peer => "peer",
+            WakeSource::Ack => "ack",
+            WakeSource::Wheel => "wheel",
+            WakeSource::Returned => "returned",
+        }
+    }
 }
 
 impl WakeGate {
@@ -32,23 +50,29 @@ impl WakeGate {
     pub fn park(&mut self) -> oneshot::Receiver<WakeSource> {
         let (tx, rx) = oneshot::channel();
         if self.parked.len() > 64 && self.parked.len().is_power_of_two() {
-            self.parked.retain(|s| !s.is_closed());
+            self.parked.retain(|(s, _)| !s.is_closed());
         }
-        self.parked.push(tx);
+        self.parked.push((tx, Instant::now()));
         rx
     }
 
     /// Wakes every parked pop that is still waiting; returns how many.
     pub fn open(&mut self, source: WakeSource) -> usize {
+        if self.parked.is_empty() {
+            return 0; // the common case on every push: keep it free of metric lookups
+        }
+        let waited = latency().wake_wait.with_label_values(&[source.label()]);
+        let now = Instant::now();
         self.parked
             .drain(..)
-            .filter_map(|s| s.send(source).ok())
+            .filter_map(|(s, since)| s.send(source).ok().map(|()| since))
+            .inspect(|since| waited.observe(now.saturating_duration_since(*since).as_secs_f64()))
             .count()
     }
 
     /// Parked pops still waiting (forgets those whose pop went away).
     pub fn waiting(&mut self) -> usize {
-        self.parked.retain(|s| !s.is_closed());
+        self.parked.retain(|(s, _)| !s.is_closed());
         self.parked.len()
     }
 }
@@ -67,5 +91,19 @@ mod tests {
         assert_eq!(a.await.unwrap(), WakeSource::Push);
         assert_eq!(b.await.unwrap(), WakeSource::Push);
         assert_eq!(gate.open(WakeSource::Wheel), 0);
+    }
+
+    #[tokio::test]
+    async fn each_woken_pop_records_how_long_it_was_parked_under_its_wake_source() {
+        let waited = latency().wake_wait.with_label_values(&["returned"]);
+        let before = waited.get_sample_count();
+        let mut gate = WakeGate::default();
+        let _a = gate.park();
+        let _b = gate.park();
+        drop(gate.park());
+
+        gate.open(WakeSource::Returned);
+
+        assert_eq!(waited.get_sample_count(), before + 2);
     }
 }

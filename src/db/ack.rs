@@ -63,6 +63,7 @@ pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
 /// Calls `queen.log_ack_v2` on `client` (a plain connection, or a transaction the caller
 /// owns) with the statement from [`statement`]. Same contract as [`ack_partition`]; the
 /// caller notes errors on its connection.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_ack_v2"))]
 pub async fn ack_in(
     client: &impl GenericClient,
     st: &Statement,

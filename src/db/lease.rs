@@ -8,6 +8,7 @@ const LEASE_EXTEND: &str = "SELECT renewed, expires_at FROM queen.log_lease_exte
 
 /// Pushes every live partition lease under `lease` forward; `seconds` `None` uses each
 /// queue's lease time. Returns how many were renewed and the latest new expiry.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_lease_extend_v1"))]
 pub async fn extend(
     conn: &mut PgConn,
     lease: &str,

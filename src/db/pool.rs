@@ -158,7 +158,12 @@ impl Db {
     }
 
     async fn get(&self) -> Result<Conn<'_>, DbError> {
-        self.pool.get().await.map_err(|e| match e {
+        let started = std::time::Instant::now();
+        let conn = self.pool.get().await;
+        crate::metrics::latency::latency()
+            .pool_wait
+            .observe(started.elapsed().as_secs_f64());
+        conn.map_err(|e| match e {
             bb8::RunError::TimedOut => DbError::PoolExhausted,
             bb8::RunError::User(e) => DbError::Connect(e),
         })

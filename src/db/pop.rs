@@ -108,6 +108,7 @@ pub struct ClaimedSlice {
 }
 
 /// Runs one claim and returns its segment slices (empty: nothing claimed).
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = tracing::field::Empty))]
 pub async fn claim(
     conn: &mut PgConn,
     scope: &PopScope<'_>,
@@ -165,6 +166,7 @@ pub async fn claim(
             ],
         ),
     };
+    tracing::Span::current().record("db.operation", op);
     let st = conn.statement(op, sql).await?;
     let rows = conn
         .client()
@@ -196,6 +198,7 @@ fn slice(row: &tokio_postgres::Row, at: usize) -> ClaimedSlice {
 }
 
 /// `queen.log_has_pending_v1`: false means definitively nothing to deliver to the group.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_has_pending_v1"))]
 pub async fn has_pending(
     conn: &mut PgConn,
     tenant: &str,
@@ -227,6 +230,7 @@ pub struct CandidateVerdict {
 
 /// `queen.log_pop_list_v1`: claims from candidate partition ids in order; returns the
 /// claimed slices and one verdict per candidate.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_pop_list_v1"))]
 pub async fn claim_list(
     conn: &mut PgConn,
     queue: &str,
@@ -305,6 +309,7 @@ pub struct PendingPartition {
 }
 
 /// `queen.log_pending_partitions_v1`: the ring's reseed and the queue's deferral settings.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_pending_partitions_v1"))]
 pub async fn pending_partitions(
     conn: &mut PgConn,
     tenant: &str,

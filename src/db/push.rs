@@ -99,6 +99,7 @@ pub async fn segment_statement(conn: &mut PgConn) -> Result<Statement, DbError> 
 /// [`statement`]. After it, the transaction holds the partition's lock, so a second call
 /// after a stale answer is authoritative. Callers append partitions in (queue, partition)
 /// order so that two pushes cannot deadlock.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_v2"))]
 pub async fn append_in(
     tx: &impl GenericClient,
     statement: &Statement,

@@ -20,6 +20,7 @@ pub struct ConfiguredQueue {
 }
 
 /// Creates or updates a queue's configuration (`options` holds column-named keys).
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "configure_queue_v1"))]
 pub async fn configure(
     conn: &mut PgConn,
     tenant: &str,

@@ -39,8 +39,11 @@ enum Kind {
 
 /// One day, as the upper bound of second-valued options that gate delivery.
 const DAY_SECS: i64 = 86_400;
-/// One year, as the upper bound of retention-like options.
+/// One year, as the upper bound of delay-like options.
 const YEAR_SECS: i64 = 365 * DAY_SECS;
+/// The largest value a PostgreSQL `integer` column holds (about 68 years in seconds): the
+/// bound of retention-like options, which used to be 100 years and failed in SQL (a 500).
+const INT_COLUMN_MAX: i64 = i32::MAX as i64;
 
 /// (wire name, column name, kind) of every option the broker interprets.
 const KNOWN: &[(&str, &str, Kind)] = &[
@@ -97,7 +100,7 @@ const KNOWN: &[(&str, &str, Kind)] = &[
         "retention_seconds",
         Kind::Int {
             min: 0,
-            max: 100 * YEAR_SECS,
+            max: INT_COLUMN_MAX,
         },
     ),
     (
@@ -105,7 +108,7 @@ const KNOWN: &[(&str, &str, Kind)] = &[
         "completed_retention_seconds",
         Kind::Int {
             min: 0,
-            max: 100 * YEAR_SECS,
+            max: INT_COLUMN_MAX,
         },
     ),
     ("retentionEnabled", "retention_enabled", Kind::Bool),
@@ -125,7 +128,7 @@ const KNOWN: &[(&str, &str, Kind)] = &[
         "max_wait_time_seconds",
         Kind::Int {
             min: 0,
-            max: 100 * YEAR_SECS,
+            max: INT_COLUMN_MAX,
         },
     ),
     (
@@ -133,7 +136,7 @@ const KNOWN: &[(&str, &str, Kind)] = &[
         "ttl_seconds",
         Kind::Int {
             min: 0,
-            max: 100 * YEAR_SECS,
+            max: INT_COLUMN_MAX,
         },
     ),
     (

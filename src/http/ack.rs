@@ -29,6 +29,17 @@ struct RawBatch {
 }
 
 /// `POST /api/v1/ack`: one message.
+#[utoipa::path(
+    post,
+    path = "/api/v1/ack",
+    tag = "messages",
+    request_body = crate::http::openapi::schemas::AckBody,
+    responses(
+        (status = 200, description = "the verdict, as a one-item list", body = Vec<Object>),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn ack_one(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -42,6 +53,17 @@ pub async fn ack_one(
 }
 
 /// `POST /api/v1/ack/batch`: many messages, possibly of several partitions.
+#[utoipa::path(
+    post,
+    path = "/api/v1/ack/batch",
+    tag = "messages",
+    request_body = crate::http::openapi::schemas::AckBatchBody,
+    responses(
+        (status = 200, description = "one verdict per ack", body = Vec<Object>),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn ack_batch(
     state: web::Data<AppState>,
     req: HttpRequest,

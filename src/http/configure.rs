@@ -20,6 +20,17 @@ struct RawConfigure {
 }
 
 /// The handler.
+#[utoipa::path(
+    post,
+    path = "/api/v1/configure",
+    tag = "queues",
+    request_body = crate::http::openapi::schemas::ConfigureBody,
+    responses(
+        (status = 200, description = "the stored options", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn configure(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -2,7 +2,8 @@
 //!
 //! Envelopes follow the wire contract: `{"error": "<text>"}`. A database outage says
 //! "connection" or "timeout" in its text, because the published clients retry on those
-//! words; the full cause chain is logged here and never sent to the client.
+//! words; the full cause chain is logged here and never sent to the client. A value
+//! PostgreSQL refuses as data (SQLSTATE class 22) is the client's mistake: a 400.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -90,6 +91,7 @@ impl ResponseError for ApiError {
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Db(db) if rejected_input(db).is_some() => StatusCode::BAD_REQUEST,
             ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -106,6 +108,11 @@ impl ResponseError for ApiError {
                 json!({ "error": self.to_string() })
             }
             ApiError::NoRoute { path } => json!({ "error": "no_such_route", "path": path }),
+            ApiError::Db(db) if rejected_input(db).is_some() => {
+                let text = rejected_input(db).unwrap_or_default();
+                warn!(error = %text, "input refused by the database");
+                json!({ "error": format!("invalid input: {text}") })
+            }
             ApiError::Db(db) => {
                 let text = match db {
                     DbError::PoolExhausted => "pool",
@@ -131,4 +138,19 @@ impl ResponseError for ApiError {
         };
         HttpResponse::build(self.status_code()).json(body)
     }
+}
+
+/// PostgreSQL's text when it refused a value a request carried: SQLSTATE class 22 (data
+/// exception: a NUL character in text, a number out of a column's range). Such input is the
+/// client's mistake, so it answers 400 rather than 500; edge checks should catch it first.
+fn rejected_input(db: &DbError) -> Option<String> {
+    let DbError::Query { source, .. } = db else {
+        return None;
+    };
+    let error = source.as_db_error()?;
+    error
+        .code()
+        .code()
+        .starts_with("22")
+        .then(|| error.message().to_owned())
 }

@@ -11,11 +11,26 @@ use super::AppState;
 use crate::db::queues::ping;
 
 /// `GET /health/live`: the process serves requests.
+#[utoipa::path(
+    get,
+    path = "/health/live",
+    tag = "health",
+    responses((status = 200, description = "the process serves", body = Object))
+)]
 pub async fn live() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "alive", "server": "queen" }))
 }
 
 /// `GET /health` and `GET /health/ready`: the node can take work.
+#[utoipa::path(
+    get,
+    path = "/health",
+    tag = "health",
+    responses(
+        (status = 200, description = "the database answers", body = Object),
+        (status = 503, description = "database down or node stopping", body = Object)
+    )
+)]
 pub async fn health(state: web::Data<AppState>) -> HttpResponse {
     if state.broker.is_draining() {
         return HttpResponse::ServiceUnavailable().json(json!({

@@ -11,6 +11,17 @@ use crate::db::lease::extend as extend_lease;
 const MAX_EXTEND_SECONDS: i64 = 86_400;
 
 /// The handler.
+#[utoipa::path(
+    post,
+    path = "/api/v1/lease/{lease_id}/extend",
+    tag = "messages",
+    params(("lease_id" = String, Path, min_length = 1, description = "Lease id, as a pop answers it")),
+    responses(
+        (status = 200, description = "renewed", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn extend(
     state: web::Data<AppState>,
     path: web::Path<String>,

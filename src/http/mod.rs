@@ -2,25 +2,31 @@
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
 //! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
-//! [`binary`]; status codes and error bodies are decided in [`error`] only.
+//! [`binary`]; status codes and error bodies are decided in [`error`] only. The web console's
+//! files are served by [`console`]; [`openapi`] describes every route and serves that;
+//! [`timing`] times every request for the latency histograms.
 
 pub mod ack;
 pub mod admin;
 pub mod binary;
 pub mod configure;
+pub mod console;
 pub mod error;
 pub mod health;
 pub mod lease;
 pub mod metrics;
+pub mod openapi;
 pub mod pop;
 pub mod push;
 pub mod query;
 pub mod system;
+pub mod timing;
 pub mod transaction;
 
 use std::sync::Arc;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
@@ -47,6 +53,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     // The data path first: actix tries resources in registration order, and the admin
     // family's many templated paths cost a regex match each (seen in a profile of push).
     cfg.service(
+        web::resource("/api/openapi.json")
+            .route(web::get().to(openapi::serve))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
         web::resource(["/health", "/health/ready"])
             .route(web::get().to(health::health))
             .default_service(web::to(method_not_allowed)),
@@ -119,6 +130,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(method_not_allowed)),
     );
     admin::routes(cfg);
+    console::routes(cfg);
     cfg.default_service(web::to(no_route));
 }
 
@@ -128,8 +140,17 @@ async fn no_route(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     })
 }
 
-async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// The 405 of a route that exists for other methods, with the `Allow` header HTTP asks for
+/// (the methods the OpenAPI document lists for the route's pattern).
+pub(crate) async fn method_not_allowed(req: HttpRequest) -> HttpResponse {
+    let mut answer = ApiError::MethodNotAllowed.error_response();
+    if let Some(pattern) = req.match_pattern() {
+        let allow = openapi::allowed_methods(&pattern).join(", ");
+        if let Ok(value) = HeaderValue::from_str(&allow) {
+            answer.headers_mut().insert(header::ALLOW, value);
+        }
+    }
+    answer
 }
 
 /// Reads a request body up to the configured limit (413 with a JSON error beyond it).

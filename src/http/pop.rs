@@ -34,6 +34,18 @@ const MAX_TIMEOUT_MS: u64 = 3_600_000;
 const MAX_LEASE_SECONDS: u64 = 86_400;
 
 /// `GET /api/v1/pop/queue/{queue}`: any partition of a queue.
+#[utoipa::path(
+    get,
+    path = "/api/v1/pop/queue/{queue}",
+    tag = "messages",
+    params(crate::http::openapi::params::PopQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "messages", body = Object),
+        (status = 204, description = "nothing to pop"),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn pop_queue(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -45,6 +57,18 @@ pub async fn pop_queue(
 }
 
 /// `GET /api/v1/pop/queue/{queue}/partition/{partition}`: one named partition.
+#[utoipa::path(
+    get,
+    path = "/api/v1/pop/queue/{queue}/partition/{partition}",
+    tag = "messages",
+    params(crate::http::openapi::params::PopQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)"), ("partition" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Partition name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "messages", body = Object),
+        (status = 204, description = "nothing to pop"),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn pop_partition(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -58,6 +82,18 @@ pub async fn pop_partition(
 }
 
 /// `GET /api/v1/pop?namespace=&task=`: any matching queue; a bare pop is a 400.
+#[utoipa::path(
+    get,
+    path = "/api/v1/pop",
+    tag = "messages",
+    params(crate::http::openapi::params::PopQuery),
+    responses(
+        (status = 200, description = "messages", body = Object),
+        (status = 204, description = "nothing to pop"),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn pop_discover(
     state: web::Data<AppState>,
     req: HttpRequest,

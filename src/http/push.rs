@@ -35,6 +35,18 @@ pub(super) struct RawItem {
 }
 
 /// The handler.
+#[utoipa::path(
+    post,
+    path = "/api/v1/push",
+    tag = "messages",
+    request_body = crate::http::openapi::schemas::PushBody,
+    responses(
+        (status = 201, description = "one verdict per item (or, with the binary flag 2, totals)", body = Value),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 413, description = "body too large", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn push(
     state: web::Data<AppState>,
     req: HttpRequest,

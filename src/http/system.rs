@@ -11,11 +11,28 @@ use super::{parse_json, read_body, ApiError, AppState};
 use crate::db::system;
 
 /// Reads the switch as this node sees it.
+#[utoipa::path(
+    get,
+    path = "/api/v1/system/maintenance",
+    tag = "system",
+    responses((status = 200, description = "the switch", body = Object))
+)]
 pub async fn get_maintenance(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(json!({ "pop": state.broker.in_maintenance() }))
 }
 
 /// Sets the switch for every node.
+#[utoipa::path(
+    method(post, put),
+    path = "/api/v1/system/maintenance",
+    tag = "system",
+    request_body = crate::http::openapi::schemas::MaintenanceBody,
+    responses(
+        (status = 200, description = "the switch as stored", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn set_maintenance(
     state: web::Data<AppState>,
     payload: web::Payload,

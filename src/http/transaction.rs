@@ -37,6 +37,17 @@ struct RawPush {
 }
 
 /// The handler.
+#[utoipa::path(
+    post,
+    path = "/api/v1/transaction",
+    tag = "messages",
+    request_body = crate::http::openapi::schemas::TransactionBody,
+    responses(
+        (status = 200, description = "success with results, or failure with nothing changed", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn transaction(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -119,9 +119,10 @@ async fn prometheus_text_carries_per_queue_depth_lag_and_throughput() {
         "{text}"
     );
     assert!(
-        text.contains("queen_queue_lag_seconds{queue=\"st-empty\"} 0.000\n"),
+        text.contains("queen_queue_lag_seconds{queue=\"st-empty\"} 0\n"),
         "{text}"
     );
+    assert!(text.contains("# TYPE queen_queue_depth gauge\n"), "{text}");
     let lag_line = text
         .lines()
         .find(|l| l.starts_with("queen_queue_lag_seconds{queue=\"st-a\"}"))

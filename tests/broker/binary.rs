@@ -1,6 +1,6 @@
 //! The real `queen` binary, started as a newcomer would start it: no database settings, so
 //! it creates and runs its own PostgreSQL; it serves, then stops cleanly on SIGTERM and
-//! takes its PostgreSQL down with it.
+//! takes its PostgreSQL down with it. Its SQL calls are timed from their tracing spans.
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
@@ -63,6 +63,19 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
         .await
         .unwrap();
     assert_eq!(popped["messages"][0]["data"], json!({"hello": "world"}));
+    // SQL calls are timed from their spans even with RUST_LOG=warn.
+    let scrape = http
+        .get(format!("{base}/metrics/prometheus"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        scrape.contains(r#"queen_sql_duration_seconds_count{function="log_push_v2"} "#),
+        "{scrape}"
+    );
     let pid_file = data_dir.join("pgdata").join("postmaster.pid");
     assert!(
         pid_file.exists(),

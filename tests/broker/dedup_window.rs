@@ -235,7 +235,9 @@ async fn the_ack_function_of_older_brokers_still_acks_by_transaction_id() {
         .unwrap();
 
     // Assert
-    assert!(rows.iter().all(|r| r.get::<_, bool>(0) && r.get::<_, bool>(1)));
+    assert!(rows
+        .iter()
+        .all(|r| r.get::<_, bool>(0) && r.get::<_, bool>(1)));
     let committed: i64 = b
         .sql()
         .await

@@ -3,9 +3,10 @@
 //! termination). Runs the real helm; no cluster is involved, so nothing here starts a pod.
 //! This file covers lint and the pods' shape and discovery; `credentials` covers where the
 //! database settings and secrets come from, `operations` the rollout, disruption and
-//! monitoring knobs.
+//! monitoring knobs, `monitoring` the Grafana dashboard and the alert rules.
 
 mod credentials;
+mod monitoring;
 mod operations;
 pub mod render;
 

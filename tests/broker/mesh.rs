@@ -136,7 +136,7 @@ async fn a_push_on_one_broker_wakes_a_consumer_parked_on_its_peer() {
         .as_str()
         .and_then(|t| {
             t.lines()
-                .find(|l| l.starts_with("queen_mesh_hints_received "))
+                .find(|l| l.starts_with("queen_mesh_hints_total{outcome=\"received\"} "))
         })
         .and_then(|l| l.split(' ').nth(1)?.parse::<u64>().ok());
     assert!(received >= Some(10), "scrape: {text}");

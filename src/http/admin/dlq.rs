@@ -30,6 +30,17 @@ const REQUEUE_ZSTD_LEVEL: i32 = 1;
 /// `GET /api/v1/dlq?queue=&consumerGroup=&partition=&from=&to=&limit=&offset=`:
 /// `{messages, total}`, newest failure first, each message with its payload.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/dlq",
+    tag = "dead letters",
+    params(crate::http::openapi::params::DlqQuery),
+    responses(
+        (status = 200, description = "{messages, total}", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
     let queue = query.text("queue").map(QueueName::parse).transpose();
@@ -87,6 +98,21 @@ fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiErro
 /// `POST /api/v1/messages/{partitionId}/{transactionId}/retry`: requeues a dead-lettered
 /// message; 404 `{"error":"Message not found"}` when it has no dead letter.
 #[instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/api/v1/messages/{partition_id}/{transaction_id}/retry",
+    tag = "dead letters",
+    params(
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
+    ),
+    responses(
+        (status = 200, description = "appended again", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "no dead letter", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn retry(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -24,6 +24,15 @@ const DEFAULT_MIN_LAG_SECONDS: u64 = 60;
 /// `GET /api/v1/consumer-groups`: one entry per (group, queue); `totalLag` is the number of
 /// messages not yet done, `maxTimeLag` the age in seconds of the oldest of them.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/consumer-groups",
+    tag = "consumer groups",
+    responses(
+        (status = 200, description = "groups per queue with lag", body = Vec<Object>),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let tenant = state.tenant(&req);
     let mut conn = state.broker.db.conn().await?;
@@ -34,6 +43,17 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
 /// `GET /api/v1/consumer-groups/lagging?minLagSeconds=`: partitions whose oldest unconsumed
 /// message is at least that old.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/consumer-groups/lagging",
+    tag = "consumer groups",
+    params(crate::http::openapi::params::LaggingQuery),
+    responses(
+        (status = 200, description = "lagging partitions", body = Vec<Object>),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn lagging(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -54,6 +74,18 @@ pub async fn lagging(
 /// `GET /api/v1/consumer-groups/{group}`: the group's partitions keyed by queue; 404 when
 /// the group has neither a subscription nor a cursor.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/consumer-groups/{group}",
+    tag = "consumer groups",
+    params(("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "partitions by queue", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Consumer group not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn detail(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -71,6 +103,17 @@ pub async fn detail(
 /// `DELETE /api/v1/consumer-groups/{group}?deleteMetadata=`: forgets the group on every
 /// queue (metadata too unless `deleteMetadata=false`).
 #[instrument(skip_all)]
+#[utoipa::path(
+    delete,
+    path = "/api/v1/consumer-groups/{group}",
+    tag = "consumer groups",
+    params(crate::http::openapi::params::DeleteGroupQuery, ("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "deleted", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -90,6 +133,17 @@ pub async fn delete(
 
 /// `DELETE /api/v1/consumer-groups/{group}/queues/{queue}?deleteMetadata=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    delete,
+    path = "/api/v1/consumer-groups/{group}/queues/{queue}",
+    tag = "consumer groups",
+    params(crate::http::openapi::params::DeleteGroupQuery, ("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)"), ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "deleted", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn delete_for_queue(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -146,6 +200,18 @@ struct SubscriptionBody {
 /// `POST /api/v1/consumer-groups/{group}/subscription` with `{"subscriptionTimestamp"}`:
 /// moves the group's durable subscriptions (not its cursors: that is a seek).
 #[instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/api/v1/consumer-groups/{group}/subscription",
+    tag = "consumer groups",
+    params(("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)")),
+    request_body = crate::http::openapi::schemas::SubscriptionBody,
+    responses(
+        (status = 200, description = "moved", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn subscription(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -185,6 +251,23 @@ struct SeekBody {
 /// `{"timestamp": "<ISO>"}` (400 when neither; 404 for an unknown queue; 409 while a
 /// worker of the group holds a live lease on the queue).
 #[instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
+    tag = "consumer groups",
+    params(
+        ("group" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Consumer group (at most 512 bytes)"),
+        ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")
+    ),
+    request_body = crate::http::openapi::schemas::SeekBody,
+    responses(
+        (status = 200, description = "moved", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Queue not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 409, description = "the group holds a live lease", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn seek(
     state: web::Data<AppState>,
     req: HttpRequest,

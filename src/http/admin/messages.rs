@@ -35,6 +35,17 @@ fn corrupt(e: BlobError) -> ApiError {
 
 /// `GET /api/v1/messages?queue=&partition=&ns=&task=&status=&from=&to=&limit=&offset=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/messages",
+    tag = "messages admin",
+    params(crate::http::openapi::params::MessagesQuery),
+    responses(
+        (status = 200, description = "messages newest first", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
     let queue = query.text("queue").map(queue_name).transpose()?;
@@ -115,6 +126,21 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
 /// `GET /api/v1/messages/{partitionId}/{transactionId}`: the message with its payload;
 /// 404 `{"error":"Message not found"}`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/messages/{partition_id}/{transaction_id}",
+    tag = "messages admin",
+    params(
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
+    ),
+    responses(
+        (status = 200, description = "the message", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Message not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn detail(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -158,6 +184,21 @@ pub async fn detail(
 /// `DELETE /api/v1/messages/{partitionId}/{transactionId}`: erases the payload (the frame and
 /// its offset stay) and removes the message's dead letters; 404 when unknown.
 #[instrument(skip_all)]
+#[utoipa::path(
+    delete,
+    path = "/api/v1/messages/{partition_id}/{transaction_id}",
+    tag = "messages admin",
+    params(
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
+    ),
+    responses(
+        (status = 200, description = "erased", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Message not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -16,9 +16,9 @@ pub mod traces;
 mod input;
 mod stored;
 
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 
-use super::ApiError;
+use super::method_not_allowed;
 pub(crate) use input::{
     group_name, optional_timestamp, partition_id, queue_name, timestamp, transaction_id,
 };
@@ -170,8 +170,4 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(traces::for_message))
             .default_service(web::to(method_not_allowed)),
     );
-}
-
-async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
 }

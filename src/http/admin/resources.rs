@@ -33,6 +33,15 @@ fn queue_not_found() -> ApiError {
 
 /// `GET /api/v1/resources/overview`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/overview",
+    tag = "resources",
+    responses(
+        (status = 200, description = "counts", body = Object),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn overview(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -44,6 +53,17 @@ pub async fn overview(
 
 /// `GET /api/v1/resources/queues?search=&limit=&offset=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/queues",
+    tag = "resources",
+    params(crate::http::openapi::params::QueuesQuery),
+    responses(
+        (status = 200, description = "queues", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn queues(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -59,6 +79,18 @@ pub async fn queues(
 
 /// `GET /api/v1/resources/queues/{queue}`: 404 `{"error":"Queue not found"}` when unknown.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/queues/{queue}",
+    tag = "resources",
+    params(("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "the queue", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Queue not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn queue(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -75,6 +107,18 @@ pub async fn queue(
 
 /// `GET /api/v1/resources/queues/{queue}/depth?group=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/queues/{queue}/depth",
+    tag = "resources",
+    params(crate::http::openapi::params::DepthQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "pending per partition", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Queue not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn depth(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -96,6 +140,17 @@ pub async fn depth(
 /// partitions, segments, dedup rows, cursors, subscriptions and dead letters; the local
 /// group actors and the peers hear that the queue changed.
 #[instrument(skip_all)]
+#[utoipa::path(
+    delete,
+    path = "/api/v1/resources/queues/{queue}",
+    tag = "resources",
+    params(("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "{deleted, queue, existed}", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn delete_queue(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -118,6 +173,17 @@ pub async fn delete_queue(
 
 /// `GET /api/v1/resources/partitions?queue=&limit=&offset=` (decision 9.6).
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/partitions",
+    tag = "resources",
+    params(crate::http::openapi::params::PartitionsQuery),
+    responses(
+        (status = 200, description = "partitions", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn partitions(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -134,6 +200,15 @@ pub async fn partitions(
 
 /// `GET /api/v1/resources/namespaces`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/namespaces",
+    tag = "resources",
+    responses(
+        (status = 200, description = "namespaces", body = Object),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn namespaces(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -145,6 +220,15 @@ pub async fn namespaces(
 
 /// `GET /api/v1/resources/tasks`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/resources/tasks",
+    tag = "resources",
+    responses(
+        (status = 200, description = "tasks", body = Object),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn tasks(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let tenant = state.tenant(&req);
     let mut conn = state.broker.db.conn().await?;

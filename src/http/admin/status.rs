@@ -61,6 +61,17 @@ impl Filters {
 
 /// `GET /api/v1/status?from=&to=&queue=&namespace=&task=`: totals over the matching queues.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/status",
+    tag = "status",
+    params(crate::http::openapi::params::StatusQuery),
+    responses(
+        (status = 200, description = "totals", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn status(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -74,6 +85,17 @@ pub async fn status(
 
 /// `GET /api/v1/status/queues?from=&to=&namespace=&task=&limit=&offset=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/status/queues",
+    tag = "status",
+    params(crate::http::openapi::params::StatusQueuesQuery),
+    responses(
+        (status = 200, description = "per queue", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn queues(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -90,6 +112,18 @@ pub async fn queues(
 
 /// `GET /api/v1/status/queues/{queue}`: 404 `{"error":"Queue not found"}` when unknown.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/status/queues/{queue}",
+    tag = "status",
+    params(crate::http::openapi::params::StatusQuery, ("queue" = String, Path, pattern = r"^[^/?#\u0000-\u001f\u007f-\u009f]+$", min_length = 1, description = "Queue name (at most 512 bytes)")),
+    responses(
+        (status = 200, description = "one queue", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "Queue not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn queue(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -115,6 +149,17 @@ pub async fn queue(
 /// `GET /api/v1/status/analytics?interval=hour|day|week|month&from=&to=&queue=&namespace=&task=`:
 /// messages pushed and dead-lettered per bucket.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/status/analytics",
+    tag = "status",
+    params(crate::http::openapi::params::AnalyticsQuery),
+    responses(
+        (status = 200, description = "buckets", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn analytics(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -138,6 +183,15 @@ pub async fn analytics(
 /// `GET /api/v1/analytics/system-metrics`: this process's counters now (the `/metrics`
 /// document), stamped with its node id and the time.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/analytics/system-metrics",
+    tag = "status",
+    responses(
+        (status = 200, description = "the /metrics document", body = Object),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn system_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let snapshot = crate::http::metrics::snapshot(&state).await;
     Ok(HttpResponse::Ok().json(json!({
@@ -150,6 +204,15 @@ pub async fn system_metrics(state: web::Data<AppState>) -> Result<HttpResponse, 
 /// `GET /api/v1/analytics/worker-metrics`: this process's live group actors (ring, wheel,
 /// lent candidates, parked pops per queue and group).
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/analytics/worker-metrics",
+    tag = "status",
+    responses(
+        (status = 200, description = "group actors", body = Object),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn worker_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let groups = state.broker.registry.stats().await;
     Ok(HttpResponse::Ok().json(json!({
@@ -163,6 +226,12 @@ pub async fn worker_metrics(state: web::Data<AppState>) -> Result<HttpResponse, 
 /// it is read, so there is nothing to refresh; answers `{success: true, refreshed: false}`
 /// so the client's call succeeds.
 #[instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/api/v1/stats/refresh",
+    tag = "status",
+    responses((status = 200, description = "accepted", body = Object))
+)]
 pub async fn refresh_stats() -> HttpResponse {
     HttpResponse::Ok().json(json!({
         "success": true,

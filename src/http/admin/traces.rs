@@ -46,6 +46,18 @@ fn label(name: &str, value: Option<Value>) -> Result<Option<String>, ApiError> {
 /// `POST /api/v1/traces`: 201 `{success: true, traceId}`; 400 for a malformed body, 404
 /// when the partition does not exist.
 #[instrument(skip_all)]
+#[utoipa::path(
+    post,
+    path = "/api/v1/traces",
+    tag = "traces",
+    request_body = crate::http::openapi::schemas::TraceBody,
+    responses(
+        (status = 201, description = "recorded", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 404, description = "partition not found", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn add(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -114,6 +126,20 @@ pub async fn add(
 /// `GET /api/v1/traces/{partitionId}/{transactionId}`: `{traces}` oldest first (empty when
 /// none were recorded).
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/traces/{partition_id}/{transaction_id}",
+    tag = "traces",
+    params(
+        ("partition_id" = i64, Path, minimum = 1, description = "Partition id (a positive integer, as a pop answers it)"),
+        ("transaction_id" = String, Path, min_length = 1, description = "Message transaction id")
+    ),
+    responses(
+        (status = 200, description = "events", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn for_message(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -130,6 +156,17 @@ pub async fn for_message(
 
 /// `GET /api/v1/traces/by-name/{name}?limit=&offset=&from=&to=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/traces/by-name/{name}",
+    tag = "traces",
+    params(crate::http::openapi::params::TracesByNameQuery, ("name" = String, Path, min_length = 1, max_length = 256, description = "Trace name")),
+    responses(
+        (status = 200, description = "events", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn by_name(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -149,6 +186,17 @@ pub async fn by_name(
 
 /// `GET /api/v1/traces/names?search=&limit=&offset=`.
 #[instrument(skip_all)]
+#[utoipa::path(
+    get,
+    path = "/api/v1/traces/names",
+    tag = "traces",
+    params(crate::http::openapi::params::TraceNamesQuery),
+    responses(
+        (status = 200, description = "names", body = Object),
+        (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+    )
+)]
 pub async fn names(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
     let limit = query.number("limit", 100, 1, 1000)? as i32;

@@ -8,6 +8,7 @@ pub mod fixtures;
 pub mod postgres;
 pub mod qpb1;
 pub mod qpf1;
+pub mod webdriver;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

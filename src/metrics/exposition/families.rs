@@ -1,0 +1,175 @@
+//! The counter and gauge families read from the `/metrics` JSON snapshot: their names,
+//! help texts, labels, and where each sample's number sits in the snapshot.
+
+/// A family read from the snapshot: name, help, label (empty: none), and its samples as
+/// (label value, JSON pointer into the snapshot).
+pub type Family = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+/// Counters: numbers that only grow while the process lives.
+pub const COUNTERS: &[Family] = &[
+    (
+        "queen_pops_total",
+        "pops answered, by how",
+        "result",
+        &[
+            ("ring", "/pops/fromRing"),
+            ("empty_in_memory", "/pops/emptyInMemory"),
+            ("maintenance", "/pops/maintenance"),
+        ],
+    ),
+    (
+        "queen_pop_min_wait_holds_total",
+        "under-full claims held by the minimum pop wait",
+        "",
+        &[("", "/pops/minWaitHolds")],
+    ),
+    (
+        "queen_sql_calls_total",
+        "calls of the pop path's SQL functions",
+        "function",
+        &[
+            ("log_pop_wildcard_bin_v1", "/sql/wildcard"),
+            ("log_pop_list_v1", "/sql/list"),
+            ("log_pending_partitions_v1", "/sql/reseed"),
+            ("log_pop_specific_v1", "/sql/specific"),
+            ("log_pop_discover_wire_v1", "/sql/discover"),
+            ("log_has_pending_v1", "/sql/hasPending"),
+        ],
+    ),
+    (
+        "queen_wakes_total",
+        "wakes of parked long-polls, by source",
+        "source",
+        &[
+            ("push", "/wakes/push"),
+            ("peer", "/wakes/peer"),
+            ("ack", "/wakes/ack"),
+            ("wheel", "/wakes/wheel"),
+            ("returned", "/wakes/returned"),
+        ],
+    ),
+    (
+        "queen_limiter_acquired_total",
+        "permits the limiter handed out",
+        "",
+        &[("", "/limiter/acquiredTotal")],
+    ),
+    (
+        "queen_pool_checkouts_total",
+        "pooled connections checked out, by who",
+        "kind",
+        &[
+            ("request", "/pool/checkoutsTotal"),
+            ("background", "/pool/backgroundCheckoutsTotal"),
+        ],
+    ),
+    (
+        "queen_pool_quarantined_total",
+        "connections dropped after a timeout or a lost connection",
+        "",
+        &[("", "/pool/quarantined")],
+    ),
+    (
+        "queen_mesh_hints_total",
+        "mesh hints, by outcome",
+        "outcome",
+        &[
+            ("sent", "/mesh/hintsSent"),
+            ("dropped", "/mesh/hintsDropped"),
+            ("received", "/mesh/hintsReceived"),
+        ],
+    ),
+    (
+        "queen_mesh_frames_dropped_total",
+        "mesh frames dropped",
+        "",
+        &[("", "/mesh/framesDropped")],
+    ),
+    (
+        "queen_mesh_handshakes_refused_total",
+        "peer handshakes refused",
+        "",
+        &[("", "/mesh/handshakesRefused")],
+    ),
+    (
+        "queen_mesh_connect_failures_total",
+        "failed dials to peers",
+        "",
+        &[("", "/mesh/connectFailures")],
+    ),
+    (
+        "queen_mesh_inbound_connections_total",
+        "connections accepted from peers",
+        "",
+        &[("", "/mesh/inboundConnections")],
+    ),
+];
+
+/// Gauges: numbers that go up and down.
+pub const GAUGES: &[Family] = &[
+    (
+        "queen_pops_parked",
+        "long-polls parked now",
+        "",
+        &[("", "/pops/parked")],
+    ),
+    (
+        "queen_limiter_limit",
+        "the limiter's current concurrency limit",
+        "",
+        &[("", "/limiter/limit")],
+    ),
+    (
+        "queen_limiter_in_flight",
+        "permits held now",
+        "",
+        &[("", "/limiter/inFlight")],
+    ),
+    (
+        "queen_pool_size",
+        "configured pool size",
+        "",
+        &[("", "/pool/size")],
+    ),
+    (
+        "queen_pool_connections",
+        "open pooled connections",
+        "",
+        &[("", "/pool/connections")],
+    ),
+    (
+        "queen_pool_idle",
+        "idle pooled connections",
+        "",
+        &[("", "/pool/idle")],
+    ),
+    (
+        "queen_pool_in_use",
+        "pooled connections in use",
+        "",
+        &[("", "/pool/inUse")],
+    ),
+    (
+        "queen_maintenance",
+        "1 while pop maintenance is on",
+        "",
+        &[("", "/maintenance")],
+    ),
+    (
+        "queen_hotlist_enabled",
+        "1 when pops use the hot-list rings",
+        "",
+        &[("", "/hotlist")],
+    ),
+    (
+        "queen_mesh_peers_connected",
+        "mesh peers connected now",
+        "",
+        &[("", "/mesh/peersConnected")],
+    ),
+];

@@ -1,0 +1,104 @@
+//! The exposition's families: types, names, labels and values.
+
+use serde_json::json;
+
+use super::*;
+
+fn snapshot() -> Value {
+    json!({
+        "pops": {"fromRing": 5, "emptyInMemory": 2, "maintenance": 0, "parked": 3, "minWaitHolds": 1},
+        "sql": {"wildcard": 1, "list": 4, "reseed": 2, "specific": 0, "discover": 0, "hasPending": 0},
+        "wakes": {"push": 7, "peer": 1, "ack": 0, "wheel": 0, "returned": 2},
+        "limiter": {"limit": 16, "inFlight": 1, "acquiredTotal": 30},
+        "pool": {"size": 20, "connections": 4, "idle": 1, "inUse": 3, "checkoutsTotal": 40,
+                 "backgroundCheckoutsTotal": 6, "quarantined": 0},
+        "maintenance": true,
+        "hotlist": true,
+        "mesh": {"nodeId": "a", "peersConnected": 2, "peers": [{"connected": true}],
+                 "hintsSent": 9, "hintsDropped": 0, "hintsReceived": 8, "framesDropped": 0,
+                 "handshakesRefused": 0, "connectFailures": 1, "inboundConnections": 2},
+    })
+}
+
+#[test]
+fn counters_and_gauges_are_typed_and_labelled_from_the_snapshot() {
+    let text = render(&snapshot(), None, true);
+
+    assert!(text.contains("# TYPE queen_pops_total counter\n"), "{text}");
+    assert!(
+        text.contains("queen_pops_total{result=\"ring\"} 5\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("queen_wakes_total{source=\"push\"} 7\n"),
+        "{text}"
+    );
+    assert!(text.contains("queen_sql_calls_total{function=\"log_pop_list_v1\"} 4\n"));
+    assert!(text.contains("queen_mesh_hints_total{outcome=\"received\"} 8\n"));
+    assert!(
+        text.contains("# TYPE queen_pool_in_use gauge\nqueen_pool_in_use 3\n"),
+        "{text}"
+    );
+    assert!(text.contains("queen_maintenance 1\n"));
+    assert!(text.contains("queen_ready 1\n"));
+    assert!(!text.contains("untyped"), "{text}");
+    assert!(!text.contains("node_id"), "strings stay in the JSON form");
+}
+
+#[test]
+fn the_latency_histograms_are_in_every_scrape() {
+    latency().push.observe(0.002);
+
+    let text = render(&snapshot(), None, false);
+
+    assert!(
+        text.contains("# TYPE queen_push_duration_seconds histogram\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("queen_push_duration_seconds_bucket{le=\"0.0025\"}"),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE queen_pool_wait_seconds histogram\n"));
+    assert!(text.contains("queen_ready 0\n"));
+}
+
+#[test]
+fn database_gauges_are_labelled_by_queue_and_group_and_escape_label_values() {
+    let db = FromDatabase {
+        queues: vec![QueueMetrics {
+            tenant: String::new(),
+            queue: "a\"b".into(),
+            depth: 7,
+            lag_seconds: 1.5,
+            throughput: 3,
+        }],
+        groups: json!([{"name": "billing", "queueName": "orders", "totalLag": 4, "maxTimeLag": 2.5}]),
+        dead_letters: 2,
+    };
+
+    let text = render(&snapshot(), Some(&db), true);
+
+    assert!(
+        text.contains("queen_queue_depth{queue=\"a\\\"b\"} 7\n"),
+        "{text}"
+    );
+    assert!(text.contains("queen_queue_lag_seconds{queue=\"a\\\"b\"} 1.5\n"));
+    assert!(text.contains("# TYPE queen_queue_throughput gauge\n"));
+    assert!(
+        text.contains("queen_consumer_group_lag_messages{group=\"billing\",queue=\"orders\"} 4\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("queen_consumer_group_lag_seconds{group=\"billing\",queue=\"orders\"} 2.5\n")
+    );
+    assert!(text.contains("queen_dead_letters 2\n"));
+}
+
+#[test]
+fn a_snapshot_missing_a_number_leaves_that_family_out_and_keeps_the_rest() {
+    let text = render(&json!({"pool": {"inUse": 1}}), None, true);
+
+    assert!(text.contains("queen_pool_in_use 1\n"), "{text}");
+    assert!(!text.contains("queen_pops_total"), "{text}");
+}

@@ -1,0 +1,96 @@
+//! `/metrics/prometheus` as typed families from a real broker: counters, gauges from the
+//! database (group lag, dead letters) and the latency histograms fed by real requests.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{eventually, TestBroker};
+
+async fn scrape(b: &TestBroker) -> String {
+    let (status, body) = b.get("/metrics/prometheus").await;
+    assert!(status.is_success(), "{status}");
+    body.as_str().expect("text").to_owned()
+}
+
+/// The value of the first sample line starting with `prefix` (name and labels).
+fn sample(text: &str, prefix: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with(prefix))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+/// Push, pop, ack and a dead letter show up typed: histograms count the requests, the group
+/// lag and the dead letters are gauges with the API's numbers, the pop counters are counters.
+#[actix_rt::test]
+async fn a_scrape_has_typed_counters_gauges_and_request_histograms() {
+    let b = TestBroker::start().await;
+    let before = scrape(&b).await;
+    let pushes_before = sample(&before, "queen_push_duration_seconds_count").unwrap_or(0.0);
+    b.push("typed", "p", &[json!(1), json!(2), json!(3)]).await;
+    let got = b
+        .pop_messages("/api/v1/pop/queue/typed?batch=1&consumerGroup=audit")
+        .await;
+    let (_, verdict) = b
+        .post(
+            "/api/v1/ack",
+            &json!({
+        "transactionId": got[0]["transactionId"], "partitionId": got[0]["partitionId"],
+        "leaseId": got[0]["leaseId"], "status": "dlq", "error": "bad", "consumerGroup": "audit"}),
+        )
+        .await;
+    assert_eq!(verdict[0]["success"], true, "{verdict}");
+
+    let text = scrape(&b).await;
+
+    assert!(
+        text.contains("# TYPE queen_push_duration_seconds histogram\n"),
+        "{text}"
+    );
+    assert!(sample(&text, "queen_push_duration_seconds_count").unwrap_or(0.0) > pushes_before);
+    assert!(sample(&text, "queen_pop_duration_seconds_count").unwrap_or(0.0) >= 1.0);
+    assert!(sample(&text, "queen_ack_duration_seconds_count").unwrap_or(0.0) >= 1.0);
+    assert!(sample(&text, "queen_pool_wait_seconds_count").unwrap_or(0.0) >= 1.0);
+    let route = r#"queen_http_request_duration_seconds_count{method="POST",route="/api/v1/push"}"#;
+    assert!(sample(&text, route).unwrap_or(0.0) >= 1.0, "{text}");
+    assert!(text.contains("# TYPE queen_pops_total counter\n"), "{text}");
+    assert_eq!(
+        sample(
+            &text,
+            r#"queen_consumer_group_lag_messages{group="audit",queue="typed"}"#
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, "queen_dead_letters "), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "queen_ready "), Some(1.0));
+    assert!(!text.contains("untyped"));
+}
+
+/// A long-poll woken by a push is counted in the wake histogram under `push`.
+#[actix_rt::test]
+async fn a_long_poll_woken_by_a_push_is_observed_in_the_wake_histogram() {
+    let b = TestBroker::start().await;
+    let key = r#"queen_wake_wait_seconds_count{source="push"}"#;
+    let before = sample(&scrape(&b).await, key).unwrap_or(0.0);
+    b.push("wake-hist", "p", &[json!(0)]).await;
+    let first = b
+        .pop_messages("/api/v1/pop/queue/wake-hist?autoAck=true")
+        .await;
+    assert_eq!(first.len(), 1);
+    let url = b.url("/api/v1/pop/queue/wake-hist?wait=true&timeout=20000&autoAck=true");
+    let parked = tokio::spawn(b.http.get(url).send());
+    // The pop is parked once the broker counts it.
+    let seen = eventually(Duration::from_secs(10), || async {
+        let (_, m) = b.get("/metrics").await;
+        (m["pops"]["parked"].as_i64() >= Some(1)).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the long-poll never parked");
+
+    b.push("wake-hist", "p", &[json!(1)]).await;
+
+    let answer = parked.await.expect("join").expect("answer");
+    assert_eq!(answer.status(), 200);
+    let after = sample(&scrape(&b).await, key).unwrap_or(0.0);
+    assert!(after > before, "{before} -> {after}");
+}
