@@ -48,6 +48,10 @@ pub enum FrameError {
     /// A frame whose body is too large for its `u32` length.
     #[error("frame body exceeds 4 GiB")]
     BodyTooLarge,
+    /// A transaction id with a NUL character: acks and admin lookups carry transaction ids
+    /// as PostgreSQL text, which cannot hold one, so such a message could never be acked.
+    #[error("transactionId contains a NUL character")]
+    NulInTransactionId,
 }
 
 /// A message about to be written into a segment.
@@ -69,6 +73,9 @@ impl NewFrame<'_> {
     /// Appends this frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), FrameError> {
         let txn = self.transaction_id.as_bytes();
+        if txn.contains(&0) {
+            return Err(FrameError::NulInTransactionId);
+        }
         let txn_len = u16::try_from(txn.len()).map_err(|_| FrameError::TooLong {
             field: "transactionId",
         })?;
@@ -233,6 +240,20 @@ mod tests {
             producer,
             payload,
         }
+    }
+
+    #[test]
+    fn a_transaction_id_with_a_nul_character_is_refused() {
+        let frame = NewFrame {
+            message_id: Uuid::nil(),
+            trace_id: None,
+            transaction_id: "a\0b",
+            producer: None,
+            payload: b"1",
+        };
+        let mut out = Vec::new();
+        assert_eq!(frame.encode(&mut out), Err(FrameError::NulInTransactionId));
+        assert!(out.is_empty());
     }
 
     #[test]

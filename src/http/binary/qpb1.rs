@@ -260,6 +260,10 @@ fn check_frame(group: usize, index: usize, frame: &StoredFrame<'_>) -> Result<()
     if frame.transaction_id.is_empty() {
         return Err(refuse("transaction id is empty"));
     }
+    // Acks carry transaction ids as PostgreSQL text, which cannot hold a NUL.
+    if frame.transaction_id.contains('\0') {
+        return Err(refuse("transaction id contains a NUL character"));
+    }
     if serde_json::from_slice::<IgnoredAny>(frame.payload).is_err() {
         return Err(BinaryError::NotJson { group, index });
     }
