@@ -161,14 +161,10 @@ impl DedupWindows {
             state.forget(key);
             return None;
         }
-        let window = state.windows.entry(key.clone()).or_insert_with(|| Window {
-            partition_id,
-            covered_to: -1,
-            length,
-            segments: VecDeque::new(),
-            index: HashMap::new(),
-            used: now,
-        });
+        let window = state
+            .windows
+            .entry(key.clone())
+            .or_insert_with(|| Window::empty(partition_id, length, now));
         window.length = length;
         window.used = now;
         let mut added = 0;
@@ -212,14 +208,10 @@ impl DedupWindows {
             return;
         }
         let count = hashes.len() as i64;
-        let window = state.windows.entry(key.clone()).or_insert_with(|| Window {
-            partition_id,
-            covered_to: -1,
-            length,
-            segments: VecDeque::new(),
-            index: HashMap::new(),
-            used: now,
-        });
+        let window = state
+            .windows
+            .entry(key.clone())
+            .or_insert_with(|| Window::empty(partition_id, length, now));
         window.length = length;
         window.used = now;
         let added = window.push(previous_last + 1, hashes, now);
@@ -285,6 +277,18 @@ impl State {
 }
 
 impl Window {
+    /// A window of `partition_id` that covers nothing yet.
+    fn empty(partition_id: i64, length: Duration, now: Instant) -> Self {
+        Window {
+            partition_id,
+            covered_to: -1,
+            length,
+            segments: VecDeque::new(),
+            index: HashMap::new(),
+            used: now,
+        }
+    }
+
     /// Adds one segment's hashes; answers how many index entries were added.
     fn push(&mut self, base: i64, hashes: Vec<i64>, stored_at: Instant) -> usize {
         let before = self.index.len();
