@@ -321,21 +321,30 @@ async fn stage_and_commit(
 /// received how many messages, and extends the partitions' dedup windows. Call it only
 /// after the commit that stored `outcomes`.
 pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
-    remember(&broker.dedup, tenant, items, outcomes);
-    // (partition id, messages, last offset) per (queue, partition).
-    let mut landed: BTreeMap<(&QueueName, &PartitionName), (i64, u32, i64)> = BTreeMap::new();
-    for (item, outcome) in items.iter().zip(outcomes) {
-        if outcome.status == PushStatus::Queued {
-            let entry = landed.entry((&item.queue, &item.partition)).or_insert((
-                outcome.partition_id,
-                0,
-                outcome.offset,
-            ));
-            entry.1 += 1;
-            entry.2 = entry.2.max(outcome.offset);
+    // Per (queue, partition): its id, its dedup window, and (offset, hash) of every message
+    // stored there.
+    type Stored = (i64, i32, Vec<(i64, i64)>);
+    let mut landed: BTreeMap<(&QueueName, &PartitionName), Stored> = BTreeMap::new();
+    for (item, o) in items.iter().zip(outcomes) {
+        if o.status == PushStatus::Queued {
+            landed
+                .entry((&item.queue, &item.partition))
+                .or_insert_with(|| (o.partition_id, o.dedup_window_secs, Vec::new()))
+                .2
+                .push((o.offset, o.txn_hash));
         }
     }
-    for ((queue, partition), (id, messages, last_offset)) in landed {
+    for ((queue, partition), (id, window_secs, mut stored)) in landed {
+        stored.sort_unstable_by_key(|(offset, _)| *offset);
+        let messages = stored.len() as u32;
+        let last_offset = stored[stored.len() - 1].0;
+        remember(
+            &broker.dedup,
+            &WindowKey::new(tenant, queue, partition),
+            id,
+            window_secs,
+            stored,
+        );
         let partition = PartitionRef {
             id,
             name: partition.as_str().into(),
@@ -349,36 +358,27 @@ pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: 
     }
 }
 
-/// Adds what `outcomes` stored to the dedup windows (after the commit: a window holds
-/// committed ids only).
-fn remember(windows: &DedupWindows, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
-    // Per partition: its id, window, and (offset, hash) of every stored message.
-    type Stored = (i64, i32, Vec<(i64, i64)>);
-    let mut stored: BTreeMap<(&QueueName, &PartitionName), Stored> = BTreeMap::new();
-    for (item, o) in items.iter().zip(outcomes) {
-        if o.status == PushStatus::Queued {
-            stored
-                .entry((&item.queue, &item.partition))
-                .or_insert_with(|| (o.partition_id, o.dedup_window_secs, Vec::new()))
-                .2
-                .push((o.offset, o.txn_hash));
-        }
-    }
-    for ((queue, partition), (partition_id, window_secs, mut messages)) in stored {
-        messages.sort_unstable_by_key(|(offset, _)| *offset);
-        let previous_last = messages[0].0 - 1;
-        let dense = messages
-            .iter()
-            .enumerate()
-            .all(|(k, (offset, _))| *offset == previous_last + 1 + k as i64);
-        if dense {
-            windows.stored(
-                &WindowKey::new(tenant, queue, partition),
-                partition_id,
-                previous_last,
-                window_secs,
-                messages.into_iter().map(|(_, h)| h).collect(),
-            );
-        }
+/// Adds one partition's stored messages (offset order) to its dedup window, after the
+/// commit (a window holds committed ids only) and only when they are one dense run.
+fn remember(
+    windows: &DedupWindows,
+    key: &WindowKey,
+    partition_id: i64,
+    window_secs: i32,
+    stored: Vec<(i64, i64)>,
+) {
+    let previous_last = stored[0].0 - 1;
+    let dense = stored
+        .iter()
+        .enumerate()
+        .all(|(k, (offset, _))| *offset == previous_last + 1 + k as i64);
+    if dense {
+        windows.stored(
+            key,
+            partition_id,
+            previous_last,
+            window_secs,
+            stored.into_iter().map(|(_, h)| h).collect(),
+        );
     }
 }
