@@ -44,20 +44,21 @@ async fn pair(peered: bool, extra_a: &[(&str, &str)], extra_b: &[(&str, &str)]) 
     pair_by(peering, extra_a, extra_b).await
 }
 
-/// Two brokers on one database, found by `peering`, each given `extra` settings.
-async fn pair_by(
+/// Both brokers of [`pair_by`] on fresh mesh ports; the first is stopped if the second
+/// fails to start.
+async fn start_pair(
+    pg: &tokio_postgres::Config,
     peering: Peering,
     extra_a: &[(&str, &str)],
     extra_b: &[(&str, &str)],
-) -> [TestBroker; 2] {
-    let pg = postgres::fresh_database().await;
+) -> Result<Vec<TestBroker>, queen::app::StartupError> {
     let ports = [free_port(), free_port()];
     let peers = format!("127.0.0.1:{},127.0.0.1:{}", ports[0], ports[1]);
     let names = [
         format!("localhost:{}", ports[1]),
         format!("localhost:{}", ports[0]),
     ];
-    let mut brokers = Vec::new();
+    let mut brokers: Vec<TestBroker> = Vec::new();
     for (i, extra) in [extra_a, extra_b].into_iter().enumerate() {
         let port = ports[i].to_string();
         let node = ["a", "b"][i];
@@ -72,8 +73,36 @@ async fn pair_by(
             ]),
         }
         vars.extend_from_slice(extra);
-        brokers.push(TestBroker::start_on(pg.clone(), &vars).await);
+        match TestBroker::try_start_on(pg.clone(), &vars).await {
+            Ok(broker) => brokers.push(broker),
+            Err(e) => {
+                for started in brokers {
+                    started.stop().await;
+                }
+                return Err(e);
+            }
+        }
     }
+    Ok(brokers)
+}
+
+/// Two brokers on one database, found by `peering`, each given `extra` settings.
+async fn pair_by(
+    peering: Peering,
+    extra_a: &[(&str, &str)],
+    extra_b: &[(&str, &str)],
+) -> [TestBroker; 2] {
+    let pg = postgres::fresh_database().await;
+    // A chosen port can be taken by another test before the broker binds it: choose again.
+    let mut attempt = 0;
+    let mut brokers = loop {
+        attempt += 1;
+        match start_pair(&pg, peering, extra_a, extra_b).await {
+            Ok(brokers) => break brokers,
+            Err(e) if attempt < 5 => eprintln!("pair start failed ({e}); new ports"),
+            Err(e) => panic!("pair start failed {attempt} times: {e}"),
+        }
+    };
     let b = brokers.pop().expect("two brokers");
     let a = brokers.pop().expect("two brokers");
     [a, b]

@@ -45,6 +45,15 @@ impl TestBroker {
 
     /// A broker on a given database (several brokers can share one).
     pub async fn start_on(pg: tokio_postgres::Config, vars: &[(&str, &str)]) -> Self {
+        Self::try_start_on(pg, vars).await.expect("broker starts")
+    }
+
+    /// [`start_on`](Self::start_on), answering a start-up failure (a mesh port taken
+    /// between choosing it and binding it) instead of panicking.
+    pub async fn try_start_on(
+        pg: tokio_postgres::Config,
+        vars: &[(&str, &str)],
+    ) -> Result<Self, queen::app::StartupError> {
         let mut config = Config::from_vars(vars.iter().copied()).expect("test config is valid");
         config.database.source =
             DatabaseSource::External(ExternalSettings::Given(Box::new(pg.clone())));
@@ -56,8 +65,8 @@ impl TestBroker {
             config.mesh.bind.set_port(0);
         }
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-        let app = app::start(config, listener).await.expect("broker starts");
-        TestBroker {
+        let app = app::start(config, listener).await?;
+        Ok(TestBroker {
             base: format!("http://{}", app.http_addr()),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(120))
@@ -67,7 +76,7 @@ impl TestBroker {
             pg,
             mesh: app.mesh_addr(),
             app: Some(app),
-        }
+        })
     }
 
     /// Absolute URL of a path on this broker.
