@@ -54,6 +54,10 @@ pub struct Metrics {
     pub push_requests: AtomicU64,
     /// Commits the push combiner made for them (requests / commits = how much it combined).
     pub push_commits: AtomicU64,
+    /// Acks of one (partition, lease) settled by the one-statement whole-lease ack.
+    pub acks_whole_lease: AtomicU64,
+    /// Acks of one (partition, lease) settled item by item by `log_ack_v2`.
+    pub acks_itemized: AtomicU64,
 }
 
 impl Metrics {
@@ -101,6 +105,10 @@ impl Metrics {
             "push": {
                 "combinedRequests": get(&self.push_requests),
                 "commits": get(&self.push_commits),
+            },
+            "acks": {
+                "wholeLease": get(&self.acks_whole_lease),
+                "itemized": get(&self.acks_itemized),
             },
             "wakes": {
                 "push": get(&self.wakes_push),

@@ -6,7 +6,7 @@
 
 use tokio_postgres::{Statement, Transaction};
 
-use super::ack::{self, AckItem, AckVerdict};
+use super::ack::{self, AckAnswer, AckItem, AckStatements};
 use super::push::{self, AppendOutcome, PartitionAppend};
 use super::{DbError, PgConn};
 
@@ -19,7 +19,7 @@ pub struct DataTransaction<'c> {
     tx: Transaction<'c>,
     push: Statement,
     segment: Statement,
-    ack: Statement,
+    ack: AckStatements,
     lease: Statement,
 }
 
@@ -28,7 +28,7 @@ impl<'c> DataTransaction<'c> {
     pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
         let push = push::statement(conn).await?;
         let segment = push::segment_statement(conn).await?;
-        let ack = ack::statement(conn).await?;
+        let ack = ack::statements(conn).await?;
         let lease = conn.statement("lease_require_v1", LEASE_REQUIRE).await?;
         let tx = conn
             .client()
@@ -58,15 +58,15 @@ impl<'c> DataTransaction<'c> {
         push::read_segment(&self.tx, &self.segment, partition_id, base_offset).await
     }
 
-    /// Calls `queen.log_ack_v2` for items of one (partition, group) under `lease` (empty:
-    /// the live lease); verdicts in item order.
+    /// Acknowledges items of one (partition, group) under `lease` (empty: the live lease;
+    /// see [`ack::ack_in`]); verdicts in item order.
     pub async fn ack(
         &self,
         partition_id: i64,
         group: &str,
         lease: &str,
         items: &[AckItem],
-    ) -> Result<Vec<AckVerdict>, DbError> {
+    ) -> Result<AckAnswer, DbError> {
         ack::ack_in(&self.tx, &self.ack, partition_id, group, lease, items).await
     }
 

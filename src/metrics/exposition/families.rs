@@ -42,6 +42,15 @@ pub const COUNTERS: &[Family] = &[
         ],
     ),
     (
+        "queen_acks_total",
+        "acks of one partition and lease, by how SQL settled them",
+        "path",
+        &[
+            ("whole_lease", "/acks/wholeLease"),
+            ("itemized", "/acks/itemized"),
+        ],
+    ),
+    (
         "queen_wakes_total",
         "wakes of parked long-polls, by source",
         "source",
