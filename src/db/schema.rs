@@ -75,6 +75,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../sql/017_log_ack_v2.sql"),
     ),
     (
+        "018_log_pop_v2.sql",
+        include_str!("../../sql/018_log_pop_v2.sql"),
+    ),
+    (
         "020_lease_require.sql",
         include_str!("../../sql/020_lease_require.sql"),
     ),

@@ -7,7 +7,7 @@
 use tokio_postgres::{Statement, Transaction};
 
 use super::ack::{self, AckAnswer, AckItem, AckStatements};
-use super::push::{self, AppendOutcome, PartitionAppend};
+use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
 use super::{DbError, PgConn};
 
 const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($1)";
@@ -17,7 +17,7 @@ const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($
 /// `ROLLBACK` before the connection's next statement).
 pub struct DataTransaction<'c> {
     tx: Transaction<'c>,
-    push: Statement,
+    push: AppendStatements,
     segment: Statement,
     ack: AckStatements,
     lease: Statement,
@@ -26,7 +26,7 @@ pub struct DataTransaction<'c> {
 impl<'c> DataTransaction<'c> {
     /// Prepares the statements (cached per connection) and opens the transaction.
     pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
-        let push = push::statement(conn).await?;
+        let push = push::statements(conn).await?;
         let segment = push::segment_statement(conn).await?;
         let ack = ack::statements(conn).await?;
         let lease = conn.statement("lease_require_v1", LEASE_REQUIRE).await?;
@@ -44,7 +44,7 @@ impl<'c> DataTransaction<'c> {
         })
     }
 
-    /// Calls `queen.log_push_v2` (see [`push::append_in`]).
+    /// Appends one partition's segments (see [`push::append_in`]).
     pub async fn append(&self, append: &PartitionAppend<'_>) -> Result<AppendOutcome, DbError> {
         push::append_in(&self.tx, &self.push, append).await
     }
