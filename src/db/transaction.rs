@@ -6,7 +6,7 @@
 
 use tokio_postgres::{Statement, Transaction};
 
-use super::ack::{self, AckAnswer, AckItem, AckStatements};
+use super::ack::{self, AckAnswer, AckDurability, AckItem, AckStatements, AckTarget};
 use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
 use super::{DbError, PgConn};
 
@@ -67,7 +67,14 @@ impl<'c> DataTransaction<'c> {
         lease: &str,
         items: &[AckItem],
     ) -> Result<AckAnswer, DbError> {
-        ack::ack_in(&self.tx, &self.ack, partition_id, group, lease, items).await
+        // The bundle's pushes must be durable when answered: its acks wait with them.
+        let target = AckTarget {
+            partition_id,
+            group,
+            lease,
+            durability: AckDurability::Flushed,
+        };
+        ack::ack_in(&self.tx, &self.ack, &target, items).await
     }
 
     /// Calls `queen.lease_require_v1`: locks every partition held under `leases` until this

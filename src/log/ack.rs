@@ -13,7 +13,7 @@ use tracing::instrument;
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::Broker;
-use crate::db::ack::{ack_partition, AckAnswer, AckItem, AckVerdict};
+use crate::db::ack::{ack_partition, AckAnswer, AckDurability, AckItem, AckVerdict};
 use crate::db::transaction::DataTransaction;
 use crate::db::DbError;
 use crate::domain::{ConsumerGroup, QueueName, Tenant};
@@ -45,10 +45,23 @@ pub async fn ack(
     acks: &[Ack],
 ) -> Result<Vec<AckVerdict>, DbError> {
     let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
+    let durability = if broker.config.pop.ack_sync_commit {
+        AckDurability::Flushed
+    } else {
+        AckDurability::Relaxed
+    };
     let mut conn = broker.db.conn().await?;
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
         let items = items_of(acks, &indices);
-        let answer = ack_partition(&mut conn, partition_id, group.as_str(), lease, &items).await?;
+        let answer = ack_partition(
+            &mut conn,
+            partition_id,
+            group.as_str(),
+            lease,
+            &items,
+            durability,
+        )
+        .await?;
         count_path(broker, &answer);
         promote(broker, tenant, group, partition_id, &answer.verdicts);
         for (i, verdict) in indices.into_iter().zip(answer.verdicts) {

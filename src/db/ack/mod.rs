@@ -8,9 +8,26 @@ use crate::segment::txn_hash;
 
 pub mod whole_lease;
 
+/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]).
 const LOG_ACK: &str =
     "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
-     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)";
+     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
+     CROSS JOIN (SELECT set_config('synchronous_commit',
+                                   CASE WHEN $9 THEN 'off'
+                                        ELSE current_setting('synchronous_commit') END,
+                                   true)) AS durability";
+
+/// Whether the commit of an ack waits for its WAL to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckDurability {
+    /// It waits (`synchronous_commit` as the server has it): acks inside a transaction
+    /// bundle, whose pushes must be durable when answered, and every ack with
+    /// `QUEEN_ACK_SYNC_COMMIT` on.
+    Flushed,
+    /// Its autocommit transaction does not wait for the flush: a PostgreSQL crash right
+    /// after it can only make the acked messages come again, as an expired lease does.
+    Relaxed,
+}
 
 /// One acknowledgement for a message of the partition.
 #[derive(Debug, Clone)]
@@ -44,6 +61,19 @@ pub struct AckVerdict {
     pub pending_after: i64,
 }
 
+/// Which (partition, group, lease) an ack settles, and how durably.
+#[derive(Debug, Clone, Copy)]
+pub struct AckTarget<'a> {
+    /// The messages' partition.
+    pub partition_id: i64,
+    /// The consumer group.
+    pub group: &'a str,
+    /// The lease the messages were delivered under (empty: the partition's live lease).
+    pub lease: &'a str,
+    /// Whether the commit waits for the WAL flush.
+    pub durability: AckDurability,
+}
+
 /// How an ack of one (partition, lease) was settled.
 #[derive(Debug, Clone)]
 pub struct AckAnswer {
@@ -68,9 +98,16 @@ pub async fn ack_partition(
     group: &str,
     lease: &str,
     items: &[AckItem],
+    durability: AckDurability,
 ) -> Result<AckAnswer, DbError> {
     let st = statements(conn).await?;
-    let answer = ack_in(conn.client(), &st, partition_id, group, lease, items).await;
+    let target = AckTarget {
+        partition_id,
+        group,
+        lease,
+        durability,
+    };
+    let answer = ack_in(conn.client(), &st, &target, items).await;
     answer.map_err(|e| conn.note(e))
 }
 
@@ -89,11 +126,16 @@ pub async fn statements(conn: &mut PgConn) -> Result<AckStatements, DbError> {
 pub async fn ack_in(
     client: &impl GenericClient,
     st: &AckStatements,
-    partition_id: i64,
-    group: &str,
-    lease: &str,
+    target: &AckTarget<'_>,
     items: &[AckItem],
 ) -> Result<AckAnswer, DbError> {
+    let AckTarget {
+        partition_id,
+        group,
+        lease,
+        durability,
+    } = *target;
+    let relaxed = durability == AckDurability::Relaxed;
     let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id.as_str()).collect();
     let hashes: Vec<i64> = txn_ids.iter().map(|t| txn_hash(t)).collect();
     let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
@@ -106,6 +148,7 @@ pub async fn ack_in(
             group,
             lease,
             &sorted,
+            relaxed,
         )
         .await?;
         if let Some(done) = applied {
@@ -129,7 +172,7 @@ pub async fn ack_in(
         hashes: &hashes,
         statuses: &statuses,
     };
-    let verdicts = log_ack_v2(client, &st.items, partition_id, group, lease, items, &keys).await?;
+    let verdicts = log_ack_v2(client, &st.items, target, items, &keys).await?;
     Ok(AckAnswer {
         verdicts,
         whole_lease: false,
@@ -148,26 +191,27 @@ struct ItemKeys<'a> {
 async fn log_ack_v2(
     client: &impl GenericClient,
     st: &Statement,
-    partition_id: i64,
-    group: &str,
-    lease: Option<&str>,
+    target: &AckTarget<'_>,
     items: &[AckItem],
     keys: &ItemKeys<'_>,
 ) -> Result<Vec<AckVerdict>, DbError> {
+    let lease = (!target.lease.is_empty()).then_some(target.lease);
+    let relaxed = target.durability == AckDurability::Relaxed;
     let offsets: Vec<Option<i64>> = items.iter().map(|i| i.offset).collect();
     let errors: Vec<Option<&str>> = items.iter().map(|i| i.error.as_deref()).collect();
     let rows = client
         .query(
             st,
             &[
-                &partition_id,
-                &group,
+                &target.partition_id,
+                &target.group,
                 &lease,
                 &keys.txn_ids,
                 &keys.hashes,
                 &offsets,
                 &keys.statuses,
                 &errors,
+                &relaxed,
             ],
         )
         .await

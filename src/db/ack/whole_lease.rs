@@ -19,8 +19,9 @@ use tokio_postgres::{GenericClient, Row, Statement};
 use super::super::{DbError, PgConn};
 
 /// `$1` partition, `$2` group, `$3` lease (NULL: the live lease), `$4` the items' hashes,
-/// sorted and distinct. Returns one row (queue, partition, messages left beyond the new
-/// cursor) when it applied the ack, none otherwise.
+/// sorted and distinct, `$5` the commit need not wait for the WAL flush. Returns one row
+/// (queue, partition, messages left beyond the new cursor, the synchronous_commit set)
+/// when it applied the ack, none otherwise.
 const WHOLE_LEASE: &str = "
 UPDATE queen.log_consumers c SET
     committed = c.batch_end,
@@ -51,7 +52,10 @@ WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1
                AND x.base_offset
                    <= greatest(c.committed, coalesce(c.attempt_offset - 1, c.committed)) + 1
              ORDER BY x.base_offset DESC LIMIT 1), -1))
-RETURNING q.name, p.name, greatest(p.last_offset - c.committed, 0)";
+RETURNING q.name, p.name, greatest(p.last_offset - c.committed, 0),
+          set_config('synchronous_commit',
+                     CASE WHEN $5 THEN 'off' ELSE current_setting('synchronous_commit') END,
+                     true)";
 
 /// What a whole-lease ack tells the caller when it applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,9 +97,13 @@ pub async fn try_whole_lease(
     group: &str,
     lease: Option<&str>,
     sorted_hashes: &[i64],
+    relaxed: bool,
 ) -> Result<Option<WholeLeaseAck>, DbError> {
     let rows = client
-        .query(st, &[&partition_id, &group, &lease, &sorted_hashes])
+        .query(
+            st,
+            &[&partition_id, &group, &lease, &sorted_hashes, &relaxed],
+        )
         .await
         .map_err(|e| DbError::query("ack_whole_lease", e))?;
     Ok(rows.first().map(applied))
