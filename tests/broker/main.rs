@@ -10,6 +10,7 @@ mod admin_messages;
 mod admin_resources;
 mod admin_status;
 mod admin_traces;
+mod auth;
 mod bad_input;
 mod binary;
 mod binary_pop;
