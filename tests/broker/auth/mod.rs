@@ -3,6 +3,7 @@
 //! from a file, `auto`), and the producer stamped on pushed messages.
 
 mod keys;
+mod producer;
 mod roles;
 
 use reqwest::StatusCode;
