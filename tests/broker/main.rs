@@ -32,6 +32,7 @@ mod hotlist_wheel;
 mod image;
 mod lease_and_configure;
 mod mesh;
+mod mesh_injection;
 mod metrics_typed;
 mod nodes;
 mod openapi;

@@ -395,6 +395,7 @@ async fn handshake(
         cluster: "queen".into(),
         node_id: "impostor".into(),
         proof: Vec::new(),
+        nonce: [0; 16],
     };
     writer.send(frame::encode(&hello)).await.expect("hello");
     let welcome = reader.next().await.expect("welcome").expect("frame");
