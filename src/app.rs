@@ -66,6 +66,9 @@ pub enum StartupError {
         #[source]
         source: std::io::Error,
     },
+    /// The database TLS settings could not be used.
+    #[error("database TLS settings unusable")]
+    Tls(#[from] crate::db::tls::TlsError),
     /// The JWT keys could not be read.
     #[error("authentication settings unusable")]
     Auth(#[from] crate::auth::AuthSetupError),
@@ -132,9 +135,15 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             )))
         }
     };
-    let (pg_config, embedded) = database(&config).await?;
+    let (mut pg_config, embedded) = database(&config).await?;
+    let tls = crate::db::tls::connector(&config.database.tls)?;
+    if embedded.is_none() {
+        let mode = crate::db::tls::ssl_mode(&config.database.tls, pg_config.get_ssl_mode());
+        pg_config.ssl_mode(mode);
+    }
     let db = Db::connect(
         pg_config,
+        tls,
         config.database.pool_size,
         config.database.pool_timeout,
         config.database.statement_timeout,

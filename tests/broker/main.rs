@@ -41,6 +41,7 @@ mod pop_gates;
 mod pop_leases;
 mod pop_routes;
 mod pop_subscriptions;
+mod postgres_tls;
 mod push;
 mod push_combining;
 mod shutdown;
