@@ -27,7 +27,7 @@ pub struct AuthConfig {
     pub secret: Option<Secret>,
     /// `JWT_PUBLIC_KEY`: an RSA or EC public key in PEM (the PEM text, or a file holding it).
     pub public_key: Option<String>,
-    /// `JWT_JWKS_URL`: where the identity provider publishes its keys (an `http(s)://` URL,
+    /// `JWT_JWKS_URL`: where the identity provider publishes its keys (an `http://` URL,
     /// fetched and cached, fetched again when a token names an unknown `kid`), or a JWKS
     /// file for clusters without an identity provider.
     pub jwks: Option<JwksSource>,
@@ -89,14 +89,22 @@ pub(super) fn auth_config(vars: &Vars) -> Result<AuthConfig, ConfigError> {
             })
         }
     };
-    let jwks = vars.get("JWT_JWKS_URL").map(|raw| {
-        let raw = raw.trim();
-        if raw.starts_with("http://") || raw.starts_with("https://") {
-            JwksSource::Url(raw.to_owned())
-        } else {
-            JwksSource::File(PathBuf::from(raw.strip_prefix("file://").unwrap_or(raw)))
+    let jwks = match vars.get("JWT_JWKS_URL").map(str::trim) {
+        None => None,
+        // The HTTP client is built without TLS: refuse at start-up rather than fail every
+        // token later. An https provider's set can be mirrored to a file or a local URL.
+        Some(raw) if raw.starts_with("https://") => {
+            return Err(ConfigError::Invalid {
+                name: "JWT_JWKS_URL",
+                value: raw.to_owned(),
+                rule: "an http:// URL or a file path (https is not supported yet)",
+            })
         }
-    });
+        Some(raw) if raw.starts_with("http://") => Some(JwksSource::Url(raw.to_owned())),
+        Some(raw) => Some(JwksSource::File(PathBuf::from(
+            raw.strip_prefix("file://").unwrap_or(raw),
+        ))),
+    };
     let skip_paths = vars
         .get("JWT_SKIP_PATHS")
         .unwrap_or(DEFAULT_SKIP_PATHS)
@@ -205,6 +213,8 @@ mod tests {
         );
         assert_eq!(config.auth.skip_paths, ["/health", "/console/*"]);
         assert!(!format!("{config:?}").contains("hunter2"));
+        let https = Config::from_vars([("JWT_JWKS_URL", "https://idp/jwks.json")]).unwrap_err();
+        assert!(https.to_string().contains("JWT_JWKS_URL"), "{https}");
         let file = Config::from_vars([("JWT_JWKS_URL", "/etc/queen/jwks.json")]).unwrap();
         assert_eq!(
             file.auth.jwks,

@@ -38,7 +38,7 @@ fn helm_template_wires_jwt_settings_and_keys_from_the_chart_secret() {
         ("auth.jwt.algorithm", "RS256"),
         ("auth.jwt.issuer", "https://idp.example"),
         ("auth.jwt.audience", "queen"),
-        ("auth.jwt.jwksUrl", "https://idp.example/jwks.json"),
+        ("auth.jwt.jwksUrl", "http://idp.example/jwks.json"),
         ("auth.jwt.rolesClaim", "groups"),
         ("auth.jwt.secret", "hmac-key"),
     ]);
@@ -48,7 +48,7 @@ fn helm_template_wires_jwt_settings_and_keys_from_the_chart_secret() {
     assert_eq!(r.setting("JWT_ALGORITHM"), "RS256");
     assert_eq!(r.setting("JWT_ISSUER"), "https://idp.example");
     assert_eq!(r.setting("JWT_AUDIENCE"), "queen");
-    assert_eq!(r.setting("JWT_JWKS_URL"), "https://idp.example/jwks.json");
+    assert_eq!(r.setting("JWT_JWKS_URL"), "http://idp.example/jwks.json");
     assert_eq!(r.setting("JWT_CLOCK_SKEW"), "30");
     assert_eq!(r.setting("QUEEN_JWT_ROLES_CLAIM"), "groups");
     assert_eq!(
