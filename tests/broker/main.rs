@@ -33,6 +33,7 @@ mod image;
 mod lease_and_configure;
 mod mesh;
 mod mesh_injection;
+mod mesh_startup;
 mod metrics_typed;
 mod nodes;
 mod openapi;
