@@ -166,7 +166,7 @@ fn method(w: &mut String) {
          sizes against the classic queue on the same PostgreSQL (below);\n\
          4. **raw ceiling**: the tool frames and zstd-compresses each batch with the broker's \
          own segment code and INSERTs the row straight into a copy of `queen.log_segments` \
-         (then again with the per-message `dedup` rows the broker also writes);\n\
+         (then again with a per-message `dedup` row, as brokers before transaction-id hashes wrote);\n\
          5. **latency**: producers paced at the same offered load for both systems (a fraction \
          of the slower one's capacity with push and pop+ack sharing the cores, i.e. \
          1 / (1/push rate + groups/pop+ack rate)) while consumers run; latency is push request \
