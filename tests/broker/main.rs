@@ -43,5 +43,6 @@ mod push;
 mod push_combining;
 mod shutdown;
 mod transaction;
+mod upgrade;
 mod wakes_lost;
 mod wakes_push;
