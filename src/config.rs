@@ -13,9 +13,11 @@ use std::time::Duration;
 
 mod known;
 mod mesh;
+mod retention;
 
 pub use known::KNOWN_VARS;
 pub use mesh::{MeshConfig, PeerAddress};
+pub use retention::RetentionConfig;
 
 /// A setting that was refused at start-up.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +71,8 @@ pub struct Config {
     pub log: LogConfig,
     /// The peer mesh: identity, port, peers.
     pub mesh: MeshConfig,
+    /// The retention sweeper and the letting go of idle state.
+    pub retention: RetentionConfig,
 }
 
 /// The HTTP listener.
@@ -300,6 +304,7 @@ impl Config {
                 },
             },
             mesh: mesh::mesh_config(&vars, bind_ip)?,
+            retention: retention::retention_config(&vars)?,
         })
     }
 }

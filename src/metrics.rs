@@ -7,6 +7,7 @@
 
 pub mod exposition;
 pub mod latency;
+pub mod retention;
 pub mod sql_spans;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -54,6 +55,8 @@ pub struct Metrics {
     pub push_requests: AtomicU64,
     /// Commits the push combiner made for them (requests / commits = how much it combined).
     pub push_commits: AtomicU64,
+    /// What the retention sweeper did on this node.
+    pub retention: retention::SweepStats,
 }
 
 impl Metrics {
@@ -102,6 +105,7 @@ impl Metrics {
                 "combinedRequests": get(&self.push_requests),
                 "commits": get(&self.push_commits),
             },
+            "retention": self.retention.to_json(),
             "wakes": {
                 "push": get(&self.wakes_push),
                 "peer": get(&self.wakes_peer),

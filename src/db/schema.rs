@@ -68,6 +68,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("041_queue_metrics.sql"),
     sql_file!("042_status.sql"),
     sql_file!("043_traces.sql"),
+    sql_file!("044_retention.sql"),
 ];
 
 /// Where refinery records applied migrations.

@@ -41,6 +41,8 @@ mod pop_routes;
 mod pop_subscriptions;
 mod push;
 mod push_combining;
+mod retention;
+mod retention_concurrency;
 mod shutdown;
 mod transaction;
 mod upgrade;
