@@ -30,6 +30,7 @@ mod hotlist_lent;
 mod hotlist_wheel;
 mod image;
 mod lease_and_configure;
+mod max_size;
 mod mesh;
 mod metrics_typed;
 mod nodes;
