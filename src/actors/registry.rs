@@ -165,5 +165,9 @@ impl Registry {
                 groups.remove(&queue_key);
             }
         }
+        // After a burst of names, give the map's memory back instead of keeping its peak.
+        if groups.capacity() > 4 * groups.len() + 64 {
+            groups.shrink_to_fit();
+        }
     }
 }

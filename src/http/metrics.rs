@@ -91,6 +91,10 @@ pub(crate) async fn snapshot(state: &AppState) -> Value {
         "quarantined": stats.quarantined.load(Ordering::Relaxed),
     });
     body["groups"] = json!(broker.registry.stats().await);
+    body["caches"] = json!({
+        "groupActors": broker.registry.len(),
+        "encryptedQueues": broker.encrypted_queues.len(),
+    });
     body["hotlist"] = json!(broker.config.pop.hotlist);
     body["maintenance"] = json!(broker.in_maintenance());
     body["mesh"] = broker.mesh.snapshot();

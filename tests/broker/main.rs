@@ -28,6 +28,7 @@ mod helm_chart;
 mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
+mod housekeeping;
 mod image;
 mod lease_and_configure;
 mod max_size;
