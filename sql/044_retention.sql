@@ -34,7 +34,8 @@
 -- queen.retention_idle_v1(p_budget, p_empty_partition_secs, p_idle_group_secs)
 --   With p_empty_partition_secs > 0: deletes at most p_budget partitions without segments,
 --   dead letters or traces, not written for that long and without a live lease (their
---   cursors cascade; a later push creates the partition again, from offset 0).
+--   cursors cascade; a later push creates the partition again, from offset 0). Partitions
+--   and cursor rows another transaction holds are skipped (SKIP LOCKED), never waited for.
 --   With p_idle_group_secs > 0: forgets at most p_budget consumer groups (never queue
 --   mode) of a queue whose cursors there were neither consumed nor leased for that long,
 --   registered longer ago, and hold no live lease: their cursors and subscription row.
@@ -239,6 +240,15 @@ BEGIN
             -- A push holding the row waits us out, or we skip it: never block traffic.
             FOR UPDATE SKIP LOCKED
         ) x;
+        IF v_pids IS NOT NULL THEN
+            -- Only partitions whose every cursor row we can lock now: the cascade below then
+            -- waits for no pop (a pop holding one would otherwise deadlock with us).
+            SELECT array_agg(x.id) INTO v_pids FROM unnest(v_pids) AS x (id)
+            WHERE (SELECT count(*) FROM queen.log_consumers c WHERE c.partition_id = x.id)
+                = (SELECT count(*) FROM (SELECT 1 FROM queen.log_consumers c
+                                         WHERE c.partition_id = x.id
+                                         FOR UPDATE SKIP LOCKED) l);
+        END IF;
         IF v_pids IS NOT NULL THEN
             DELETE FROM queen.dedup d WHERE d.partition_id = ANY (v_pids);
             -- Re-checked under the row lock: a push may have landed since the scan.
