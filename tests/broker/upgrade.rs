@@ -136,6 +136,60 @@ async fn a_start_on_an_up_to_date_database_takes_no_table_lock() {
     second.stop().await;
 }
 
+/// A pending migration that needs a table another session holds gives up after the
+/// migration `lock_timeout` (the start fails, naming the step, instead of queueing behind
+/// the holder with live traffic queued behind it), records nothing, and applies at the
+/// next start once the table is free.
+#[actix_rt::test]
+async fn a_pending_migration_blocked_by_a_held_table_gives_up_then_applies_later() {
+    // Arrange: 044 (it indexes dead_letters) is pending again, and dead_letters is held.
+    let pg = postgres::fresh_database().await;
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    let sql = connect(&pg).await;
+    sql.execute(
+        "DELETE FROM queen.schema_migrations WHERE version = 44",
+        &[],
+    )
+    .await
+    .unwrap();
+    let mut holder = connect(&pg).await;
+    let tx = holder.transaction().await.unwrap();
+    tx.batch_execute("LOCK TABLE queen.dead_letters IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+
+    // Act
+    let started = std::time::Instant::now();
+    let blocked = tokio::time::timeout(
+        Duration::from_secs(60),
+        TestBroker::try_start_on(pg.clone(), &[]),
+    )
+    .await
+    .expect("the start gives up by itself");
+    let gave_up_after = started.elapsed();
+    tx.rollback().await.unwrap();
+    let later = TestBroker::try_start_on(pg.clone(), &[]).await;
+
+    // Assert
+    let error = blocked.err().expect("the blocked start fails");
+    let chain = format!("{error:?}");
+    assert!(
+        chain.contains("lock timeout") || chain.contains("55P03"),
+        "{chain}"
+    );
+    assert!(gave_up_after >= Duration::from_secs(9), "{gave_up_after:?}");
+    later.expect("the next start applies it").stop().await;
+    let recorded: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM queen.schema_migrations WHERE version = 44",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded, 1);
+}
+
 /// Several nodes starting at once on a fresh database: every one starts, and each file is
 /// applied and recorded exactly once.
 #[actix_rt::test]
