@@ -159,6 +159,12 @@ pub struct PopConfig {
     /// `QUEEN_HOTLIST`: candidates from the group actors' hot-list rings (default on);
     /// `0`/`false`/`off` selects the legacy SQL candidate scan.
     pub hotlist: bool,
+    /// `QUEEN_ACK_SYNC_COMMIT`: acks wait for the WAL flush (default off). Off, an ack's
+    /// commit returns before its WAL reaches the disk, as a leased pop's does: a PostgreSQL
+    /// crash in the moment after an ack can only make those messages come again, which an
+    /// expired lease does anyway. Acks inside a transaction bundle always wait (the bundle's
+    /// pushes must).
+    pub ack_sync_commit: bool,
     /// `QUEEN_HOTLIST_RESEED_MS`: how often a group actor refreshes its ring and the queue's
     /// deferral settings from SQL (default 5000). It bounds how long a push that reached no
     /// actor of this node (another node's push without a mesh) waits for a ring.
@@ -237,21 +243,8 @@ impl Config {
                 backoff_threshold: vars.parse("POP_WAIT_BACKOFF_THRESHOLD", 3, "a whole number")?,
                 backoff_multiplier: vars.parse("POP_WAIT_BACKOFF_MULTIPLIER", 2.0, "a number")?,
                 wait_max: vars.millis("POP_WAIT_MAX_INTERVAL_MS", 1_000)?,
-                hotlist: match vars
-                    .get("QUEEN_HOTLIST")
-                    .map(str::to_ascii_lowercase)
-                    .as_deref()
-                {
-                    None | Some("1" | "true" | "on") => true,
-                    Some("0" | "false" | "off") => false,
-                    Some(other) => {
-                        return Err(ConfigError::Invalid {
-                            name: "QUEEN_HOTLIST",
-                            value: other.to_owned(),
-                            rule: "1/true/on or 0/false/off",
-                        })
-                    }
-                },
+                hotlist: vars.switch("QUEEN_HOTLIST", true)?,
+                ack_sync_commit: vars.switch("QUEEN_ACK_SYNC_COMMIT", false)?,
                 reseed_every: vars.millis("QUEEN_HOTLIST_RESEED_MS", 5_000)?,
             },
             push: PushConfig {
@@ -367,6 +360,20 @@ impl Vars {
             });
         }
         Ok(value)
+    }
+
+    /// An on/off setting: `1`/`true`/`on` or `0`/`false`/`off` (any case).
+    fn switch(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("1" | "true" | "on") => Ok(true),
+            Some("0" | "false" | "off") => Ok(false),
+            Some(other) => Err(ConfigError::Invalid {
+                name,
+                value: other.to_owned(),
+                rule: "1/true/on or 0/false/off",
+            }),
+        }
     }
 
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {

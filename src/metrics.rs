@@ -29,6 +29,8 @@ pub struct Metrics {
     pub sql_wildcard: AtomicU64,
     /// Calls of `log_pop_list_v1`.
     pub sql_list: AtomicU64,
+    /// Single-statement claims tried (a hot-list pop of one partition tries one first).
+    pub sql_single: AtomicU64,
     /// Calls of `log_pending_partitions_v1` (reseeds).
     pub sql_reseed: AtomicU64,
     /// Calls of `log_pop_specific_v1`.
@@ -55,6 +57,14 @@ pub struct Metrics {
     pub push_requests: AtomicU64,
     /// Commits the push combiner made for them (requests / commits = how much it combined).
     pub push_commits: AtomicU64,
+    /// Partition appends made by the one-statement append.
+    pub push_single_appends: AtomicU64,
+    /// Partition appends made by `log_push_v2` (the append the one statement declined).
+    pub push_function_appends: AtomicU64,
+    /// Acks of one (partition, lease) settled by the one-statement whole-lease ack.
+    pub acks_whole_lease: AtomicU64,
+    /// Acks of one (partition, lease) settled item by item by `log_ack_v2`.
+    pub acks_itemized: AtomicU64,
     /// What the retention sweeper did on this node.
     pub retention: retention::SweepStats,
 }
@@ -96,6 +106,7 @@ impl Metrics {
             "sql": {
                 "wildcard": get(&self.sql_wildcard),
                 "list": get(&self.sql_list),
+                "singleClaim": get(&self.sql_single),
                 "reseed": get(&self.sql_reseed),
                 "specific": get(&self.sql_specific),
                 "discover": get(&self.sql_discover),
@@ -104,6 +115,12 @@ impl Metrics {
             "push": {
                 "combinedRequests": get(&self.push_requests),
                 "commits": get(&self.push_commits),
+                "singleStatementAppends": get(&self.push_single_appends),
+                "functionAppends": get(&self.push_function_appends),
+            },
+            "acks": {
+                "wholeLease": get(&self.acks_whole_lease),
+                "itemized": get(&self.acks_itemized),
             },
             "retention": self.retention.to_json(),
             "wakes": {

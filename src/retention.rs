@@ -23,6 +23,10 @@ use crate::db::DbError;
 /// within three intervals.
 const LEASE_INTERVALS: u32 = 3;
 
+/// The shortest lease, whatever the interval: a holder whose runs are late by less (a busy
+/// machine) keeps the sweep instead of handing it back and forth.
+const LEASE_FLOOR: Duration = Duration::from_secs(10);
+
 /// Starts the sweeper of this node; it runs until the task is aborted.
 pub fn spawn(broker: Arc<Broker>, holder: String) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -68,7 +72,7 @@ pub async fn release(broker: &Broker, holder: &str) {
 /// One sweep: false when another node holds the lease.
 async fn sweep(broker: &Broker, config: &RetentionConfig, holder: &str) -> Result<bool, DbError> {
     let lease_ms = (config.interval * LEASE_INTERVALS)
-        .max(Duration::from_secs(1))
+        .max(LEASE_FLOOR)
         .as_millis()
         .min(i32::MAX as u128) as i32;
     let budget = Budget {

@@ -53,6 +53,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("015_txn_hash.sql"),
     sql_file!("016_log_push_v2.sql"),
     sql_file!("017_log_ack_v2.sql"),
+    sql_file!("018_log_pop_v2.sql"),
     sql_file!("020_lease_require.sql"),
     sql_file!("030_consumer_group_lags.sql"),
     sql_file!("031_consumer_group_delete.sql"),

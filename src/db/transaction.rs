@@ -6,8 +6,8 @@
 
 use tokio_postgres::{Statement, Transaction};
 
-use super::ack::{self, AckItem, AckVerdict};
-use super::push::{self, AppendOutcome, PartitionAppend};
+use super::ack::{self, AckAnswer, AckDurability, AckItem, AckStatements, AckTarget};
+use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
 use super::{DbError, PgConn};
 
 const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($1)";
@@ -17,18 +17,18 @@ const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($
 /// `ROLLBACK` before the connection's next statement).
 pub struct DataTransaction<'c> {
     tx: Transaction<'c>,
-    push: Statement,
+    push: AppendStatements,
     segment: Statement,
-    ack: Statement,
+    ack: AckStatements,
     lease: Statement,
 }
 
 impl<'c> DataTransaction<'c> {
     /// Prepares the statements (cached per connection) and opens the transaction.
     pub async fn begin(conn: &'c mut PgConn) -> Result<Self, DbError> {
-        let push = push::statement(conn).await?;
+        let push = push::statements(conn).await?;
         let segment = push::segment_statement(conn).await?;
-        let ack = ack::statement(conn).await?;
+        let ack = ack::statements(conn).await?;
         let lease = conn.statement("lease_require_v1", LEASE_REQUIRE).await?;
         let tx = conn
             .client()
@@ -44,7 +44,7 @@ impl<'c> DataTransaction<'c> {
         })
     }
 
-    /// Calls `queen.log_push_v2` (see [`push::append_in`]).
+    /// Appends one partition's segments (see [`push::append_in`]).
     pub async fn append(&self, append: &PartitionAppend<'_>) -> Result<AppendOutcome, DbError> {
         push::append_in(&self.tx, &self.push, append).await
     }
@@ -58,16 +58,23 @@ impl<'c> DataTransaction<'c> {
         push::read_segment(&self.tx, &self.segment, partition_id, base_offset).await
     }
 
-    /// Calls `queen.log_ack_v2` for items of one (partition, group) under `lease` (empty:
-    /// the live lease); verdicts in item order.
+    /// Acknowledges items of one (partition, group) under `lease` (empty: the live lease;
+    /// see [`ack::ack_in`]); verdicts in item order.
     pub async fn ack(
         &self,
         partition_id: i64,
         group: &str,
         lease: &str,
         items: &[AckItem],
-    ) -> Result<Vec<AckVerdict>, DbError> {
-        ack::ack_in(&self.tx, &self.ack, partition_id, group, lease, items).await
+    ) -> Result<AckAnswer, DbError> {
+        // The bundle's pushes must be durable when answered: its acks wait with them.
+        let target = AckTarget {
+            partition_id,
+            group,
+            lease,
+            durability: AckDurability::Flushed,
+        };
+        ack::ack_in(&self.tx, &self.ack, &target, items).await
     }
 
     /// Calls `queen.lease_require_v1`: locks every partition held under `leases` until this

@@ -1,7 +1,9 @@
 //! Ack: acknowledgements grouped by (partition, lease), one SQL call per group.
 //!
 //! Any node can ack any message: the offset is found in SQL by (partition, transaction id),
-//! so nothing here depends on which node served the pop. [`stage`] applies acks inside a
+//! so nothing here depends on which node served the pop. An ack that completes every
+//! message of its lease is settled by one plain statement (`db::ack::whole_lease`); the
+//! `acks` metrics count how many took that path. [`stage`] applies acks inside a
 //! caller's transaction (a transaction bundle), which calls [`announce`] after its commit.
 
 use std::collections::BTreeMap;
@@ -11,10 +13,11 @@ use tracing::instrument;
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::Broker;
-use crate::db::ack::{ack_partition, AckItem, AckVerdict};
+use crate::db::ack::{ack_partition, AckAnswer, AckDurability, AckItem, AckVerdict};
 use crate::db::transaction::DataTransaction;
 use crate::db::DbError;
 use crate::domain::{ConsumerGroup, QueueName, Tenant};
+use crate::metrics::Metrics;
 
 /// One acknowledgement as a client sends it.
 #[derive(Debug, Clone)]
@@ -42,12 +45,26 @@ pub async fn ack(
     acks: &[Ack],
 ) -> Result<Vec<AckVerdict>, DbError> {
     let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
+    let durability = if broker.config.pop.ack_sync_commit {
+        AckDurability::Flushed
+    } else {
+        AckDurability::Relaxed
+    };
     let mut conn = broker.db.conn().await?;
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
         let items = items_of(acks, &indices);
-        let answers = ack_partition(&mut conn, partition_id, group.as_str(), lease, &items).await?;
-        promote(broker, tenant, group, partition_id, &answers);
-        for (i, verdict) in indices.into_iter().zip(answers) {
+        let answer = ack_partition(
+            &mut conn,
+            partition_id,
+            group.as_str(),
+            lease,
+            &items,
+            durability,
+        )
+        .await?;
+        count_path(broker, &answer);
+        promote(broker, tenant, group, partition_id, &answer.verdicts);
+        for (i, verdict) in indices.into_iter().zip(answer.verdicts) {
             verdicts[i] = Some(verdict);
         }
     }
@@ -62,12 +79,13 @@ pub async fn ack(
 /// anyone before the caller's commit; then it calls [`announce`].
 pub async fn stage(
     tx: &DataTransaction<'_>,
+    broker: &Broker,
     group: &ConsumerGroup,
     acks: &[Ack],
 ) -> Result<Vec<AckVerdict>, DbError> {
     let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
-        let answers = tx
+        let answer = tx
             .ack(
                 partition_id,
                 group.as_str(),
@@ -75,7 +93,8 @@ pub async fn stage(
                 &items_of(acks, &indices),
             )
             .await?;
-        for (i, verdict) in indices.into_iter().zip(answers) {
+        count_path(broker, &answer);
+        for (i, verdict) in indices.into_iter().zip(answer.verdicts) {
             verdicts[i] = Some(verdict);
         }
     }
@@ -104,6 +123,14 @@ pub fn announce(
     for (partition_id, answers) in by_partition {
         promote(broker, tenant, group, partition_id, &answers);
     }
+}
+
+fn count_path(broker: &Broker, answer: &AckAnswer) {
+    Metrics::bump(if answer.whole_lease {
+        &broker.metrics.acks_whole_lease
+    } else {
+        &broker.metrics.acks_itemized
+    });
 }
 
 fn by_partition_and_lease(acks: &[Ack]) -> BTreeMap<(i64, &str), Vec<usize>> {

@@ -378,6 +378,7 @@ mod tests {
             backoff_multiplier: 2.0,
             wait_max: Duration::from_millis(1000),
             hotlist: true,
+            ack_sync_commit: false,
             reseed_every: Duration::from_secs(5),
         }
     }

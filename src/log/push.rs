@@ -317,6 +317,7 @@ pub async fn stage_many(
         windows: &broker.dedup,
         default_window_secs: broker.config.push.dedup_window_secs,
         zstd_level,
+        metrics: &broker.metrics,
     };
     append_groups(tx, &request, &groups, &mut outcomes).await?;
     Ok(outcomes

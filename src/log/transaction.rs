@@ -276,7 +276,7 @@ async fn apply_plan(
                 }
             }
             Step::Acks { first, group, acks } => {
-                let verdicts = ack::stage(tx, group, acks).await?;
+                let verdicts = ack::stage(tx, broker, group, acks).await?;
                 if let Some(k) = verdicts.iter().position(|v| !v.success) {
                     let reason = verdicts[k].error.as_deref().unwrap_or("ack refused");
                     return Ok(Verdict::Rollback {

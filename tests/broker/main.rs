@@ -4,6 +4,8 @@
 mod support;
 
 mod ack;
+mod ack_durability;
+mod ack_whole_lease;
 mod admin_dlq;
 mod admin_groups;
 mod admin_messages;
@@ -40,9 +42,11 @@ mod pop_echoes;
 mod pop_gates;
 mod pop_leases;
 mod pop_routes;
+mod pop_single_claim;
 mod pop_subscriptions;
 mod push;
 mod push_combining;
+mod push_single_append;
 mod retention;
 mod retention_concurrency;
 mod shutdown;

@@ -15,6 +15,7 @@ use crate::actors::group::{
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::MIN_POP_WAIT_IN_USE;
+use crate::db::pop::single_claim::{try_single_claim, SingleClaim};
 use crate::db::pop::{
     claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimedSlice, PopScope,
 };
@@ -76,21 +77,58 @@ impl Drop for Lent {
     }
 }
 
-/// Claims from lent candidates through `log_pop_list_v1` and checks them back in.
+/// Claims from lent candidates and checks them back in: a one-partition pop first tries
+/// the single-statement claim on the first candidate (the common case), and otherwise, or
+/// when that does not apply, runs `log_pop_list_v1` over them all.
 pub(super) async fn claim_candidates(
     pop: &Pop<'_>,
     queue: &QueueName,
     lent: Lent,
     skip_window: bool,
 ) -> Result<Vec<ClaimedSlice>, DbError> {
-    Metrics::bump(&pop.broker.metrics.sql_list);
     let ids: Vec<i64> = lent.partitions.iter().map(|p| p.id).collect();
     let _permit = pop.broker.permit().await?;
     let mut conn = pop.broker.db.conn().await?;
+    let params = pop.params();
+    if let (1, Some(&first)) = (params.partitions, ids.first()) {
+        Metrics::bump(&pop.broker.metrics.sql_single);
+        if let Some(claim) =
+            try_single_claim(&mut conn, queue.as_str(), &params, first, skip_window).await?
+        {
+            lent.check_in(single_claim_verdicts(&ids, &claim));
+            return Ok(claim.slices);
+        }
+    }
+    Metrics::bump(&pop.broker.metrics.sql_list);
     let (slices, verdicts) =
-        claim_list(&mut conn, queue.as_str(), &pop.params(), &ids, skip_window).await?;
+        claim_list(&mut conn, queue.as_str(), &params, &ids, skip_window).await?;
     lent.check_in(verdicts);
     Ok(slices)
+}
+
+/// The verdicts `log_pop_list_v1` would give after claiming the first candidate with a
+/// one-partition budget: claimed, and every other candidate not tried.
+fn single_claim_verdicts(ids: &[i64], claim: &SingleClaim) -> Vec<CandidateVerdict> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &partition_id)| {
+            if i == 0 {
+                CandidateVerdict {
+                    partition_id,
+                    verdict: "claimed".to_owned(),
+                    retry_at: claim.lease_until,
+                    pending_after: claim.pending_after,
+                }
+            } else {
+                CandidateVerdict {
+                    partition_id,
+                    verdict: "skipped".to_owned(),
+                    retry_at: None,
+                    pending_after: 0,
+                }
+            }
+        })
+        .collect()
 }
 
 /// Refreshes the actor's ring and deferral settings from SQL.

@@ -17,6 +17,7 @@ use super::{PushError, PushItem, PushOutcome, PushStatus, Staged};
 use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
 use crate::domain::{PartitionName, QueueName, Tenant};
+use crate::metrics::Metrics;
 use crate::segment::{open_blob, txn_hash, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
 
 /// A stale answer is followed by a call that holds the lock, so two rounds are the norm;
@@ -33,6 +34,7 @@ pub(super) struct Request<'a> {
     pub(super) windows: &'a DedupWindows,
     pub(super) default_window_secs: i32,
     pub(super) zstd_level: i32,
+    pub(super) metrics: &'a Metrics,
 }
 
 impl Request<'_> {
@@ -152,7 +154,13 @@ async fn append_partition(
                 partition_id,
                 previous_last,
                 window_secs,
+                single_statement,
             } => {
+                Metrics::bump(if single_statement {
+                    &req.metrics.push_single_appends
+                } else {
+                    &req.metrics.push_function_appends
+                });
                 for (k, &(j, i)) in pending.iter().enumerate() {
                     outcomes[j][i] = Some(PushOutcome {
                         status: PushStatus::Queued,

@@ -64,10 +64,29 @@ pub const COUNTERS: &[Family] = &[
         &[
             ("log_pop_wildcard_bin_v1", "/sql/wildcard"),
             ("log_pop_list_v1", "/sql/list"),
+            ("pop_single_claim", "/sql/singleClaim"),
             ("log_pending_partitions_v1", "/sql/reseed"),
             ("log_pop_specific_v1", "/sql/specific"),
             ("log_pop_discover_wire_v1", "/sql/discover"),
             ("log_has_pending_v1", "/sql/hasPending"),
+        ],
+    ),
+    (
+        "queen_push_appends_total",
+        "partition appends, by how SQL made them",
+        "path",
+        &[
+            ("single_statement", "/push/singleStatementAppends"),
+            ("log_push_v2", "/push/functionAppends"),
+        ],
+    ),
+    (
+        "queen_acks_total",
+        "acks of one partition and lease, by how SQL settled them",
+        "path",
+        &[
+            ("whole_lease", "/acks/wholeLease"),
+            ("itemized", "/acks/itemized"),
         ],
     ),
     (

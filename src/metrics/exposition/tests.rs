@@ -7,7 +7,9 @@ use super::*;
 fn snapshot() -> Value {
     json!({
         "pops": {"fromRing": 5, "emptyInMemory": 2, "maintenance": 0, "parked": 3, "minWaitHolds": 1},
-        "sql": {"wildcard": 1, "list": 4, "reseed": 2, "specific": 0, "discover": 0, "hasPending": 0},
+        "sql": {"wildcard": 1, "list": 4, "singleClaim": 6, "reseed": 2, "specific": 0, "discover": 0,
+                "hasPending": 0},
+        "acks": {"wholeLease": 11, "itemized": 1},
         "wakes": {"push": 7, "peer": 1, "ack": 0, "wheel": 0, "returned": 2},
         "limiter": {"limit": 16, "inFlight": 1, "acquiredTotal": 30},
         "pool": {"size": 20, "connections": 4, "idle": 1, "inUse": 3, "checkoutsTotal": 40,
@@ -34,6 +36,8 @@ fn counters_and_gauges_are_typed_and_labelled_from_the_snapshot() {
         "{text}"
     );
     assert!(text.contains("queen_sql_calls_total{function=\"log_pop_list_v1\"} 4\n"));
+    assert!(text.contains("queen_sql_calls_total{function=\"pop_single_claim\"} 6\n"));
+    assert!(text.contains("queen_acks_total{path=\"whole_lease\"} 11\n"));
     assert!(text.contains("queen_mesh_hints_total{outcome=\"received\"} 8\n"));
     assert!(
         text.contains("# TYPE queen_pool_in_use gauge\nqueen_pool_in_use 3\n"),

@@ -25,6 +25,8 @@ const START_WITHIN: Duration = Duration::from_secs(60);
 const STOP_WITHIN: Duration = Duration::from_secs(8);
 /// Lines of each node's log printed when a test fails.
 const LOG_TAIL_LINES: usize = 40;
+/// Cluster starts tried when a node finds a chosen port taken.
+const START_ATTEMPTS: usize = 3;
 
 /// How the nodes of a cluster are set up.
 #[derive(Clone, Debug)]
@@ -89,9 +91,35 @@ struct Process {
 
 impl TestCluster {
     /// Starts `n` nodes (ids `a`, `b`, `c`, ...) on a fresh database and waits until every
-    /// one answers `/health`.
+    /// one answers `/health`. Ports are chosen free just before the nodes bind them, so
+    /// another process can take one in between: a node that could not bind its port makes
+    /// the whole cluster start again on new ports (a few times at most).
     pub async fn start(n: usize, options: Options) -> Self {
         let pg = postgres::fresh_database().await;
+        for attempt in 1..=START_ATTEMPTS {
+            let mut cluster = Self::spawn_all(n, options.clone(), pg.clone());
+            let mut failure = None;
+            for i in 0..n {
+                if let Err(problem) = cluster.wait_healthy(i).await {
+                    failure = Some(problem);
+                    break;
+                }
+            }
+            match failure {
+                None => return cluster,
+                Some(StartProblem::PortTaken(_)) if attempt < START_ATTEMPTS => {
+                    cluster.stop_quietly();
+                }
+                Some(StartProblem::PortTaken(message) | StartProblem::Other(message)) => {
+                    panic!("{message}")
+                }
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// Spawns `n` nodes on ports free a moment ago, without waiting for them.
+    fn spawn_all(n: usize, options: Options, pg: tokio_postgres::Config) -> Self {
         let database_url = connection_url(&pg);
         let dir = tempfile::Builder::new()
             .prefix("queen-nodes-")
@@ -125,10 +153,18 @@ impl TestCluster {
         for i in 0..n {
             cluster.spawn(i);
         }
-        for i in 0..n {
-            cluster.wait_healthy(i).await;
-        }
         cluster
+    }
+
+    /// Kills every node of a start that is being given up, so teardown finds nothing to
+    /// report.
+    fn stop_quietly(&mut self) {
+        for p in &mut self.processes {
+            if let Some(mut child) = p.child.take() {
+                signal(&child, libc::SIGKILL);
+                let _ = child.wait();
+            }
+        }
     }
 
     /// Node `i`.
@@ -167,7 +203,11 @@ impl TestCluster {
         // The old process's pooled connections are dead: start with a fresh client.
         self.nodes[i].http = super::node::client();
         self.spawn(i);
-        self.wait_healthy(i).await;
+        if let Err(StartProblem::PortTaken(message) | StartProblem::Other(message)) =
+            self.wait_healthy(i).await
+        {
+            panic!("{message}");
+        }
     }
 
     /// A direct SQL connection to the cluster's database.
@@ -227,7 +267,7 @@ impl TestCluster {
         self.processes[i].child = Some(child);
     }
 
-    async fn wait_healthy(&mut self, i: usize) {
+    async fn wait_healthy(&mut self, i: usize) -> Result<(), StartProblem> {
         let (http, url) = (self.nodes[i].http.clone(), self.nodes[i].url_of("/health"));
         let healthy = eventually(START_WITHIN, || {
             let exited = self.processes[i].exited();
@@ -242,17 +282,24 @@ impl TestCluster {
         })
         .await;
         match healthy {
-            Some(Ok(())) => {}
-            Some(Err(status)) => panic!(
-                "node {} exited with {status} while starting:\n{}",
-                self.nodes[i].id,
-                self.log_tails()
-            ),
-            None => panic!(
+            Some(Ok(())) => Ok(()),
+            Some(Err(status)) => {
+                let message = format!(
+                    "node {} exited with {status} while starting:\n{}",
+                    self.nodes[i].id,
+                    self.log_tails()
+                );
+                if tail(&self.processes[i].log, LOG_TAIL_LINES).contains("Address already in use") {
+                    Err(StartProblem::PortTaken(message))
+                } else {
+                    Err(StartProblem::Other(message))
+                }
+            }
+            None => Err(StartProblem::Other(format!(
                 "node {} never answered /health within {START_WITHIN:?}:\n{}",
                 self.nodes[i].id,
                 self.log_tails()
-            ),
+            ))),
         }
     }
 
@@ -271,6 +318,14 @@ impl TestCluster {
             })
             .collect()
     }
+}
+
+/// Why a node did not come up, with its logs.
+enum StartProblem {
+    /// It could not bind a port chosen free a moment before: start again on new ports.
+    PortTaken(String),
+    /// Anything else.
+    Other(String),
 }
 
 impl Drop for TestCluster {

@@ -5,6 +5,8 @@ use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
 
+pub mod single_append;
+
 const LOG_PUSH: &str = "SELECT stale, partition_id, last_offset, window_seconds, seg_base, \
      seg_end, seg_age_ms, seg_hashes, seg_codec, seg_blob \
      FROM queen.log_push_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
@@ -69,6 +71,8 @@ pub enum AppendOutcome {
         previous_last: i64,
         /// The queue's dedup window, seconds (0: off).
         window_secs: i32,
+        /// Appended by the one-statement append (else by `log_push_v2`).
+        single_statement: bool,
     },
     /// Nothing was stored: the queue's `maxSize` leaves no room for these messages.
     Full {
@@ -91,10 +95,19 @@ pub enum AppendOutcome {
     },
 }
 
-/// Prepares (once per connection) the statement calling `queen.log_push_v2`, for
-/// [`append_in`].
-pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
-    conn.statement("log_push_v2", LOG_PUSH).await
+/// The append statements of one connection, prepared once (see [`statements`]).
+#[derive(Debug, Clone)]
+pub struct AppendStatements {
+    single: Statement,
+    log_push_v2: Statement,
+}
+
+/// Prepares (once per connection) the statements of [`append_in`].
+pub async fn statements(conn: &mut PgConn) -> Result<AppendStatements, DbError> {
+    Ok(AppendStatements {
+        single: single_append::statement(conn).await?,
+        log_push_v2: conn.statement("log_push_v2", LOG_PUSH).await?,
+    })
 }
 
 /// Prepares (once per connection) the statement of [`read_segment`].
@@ -102,12 +115,25 @@ pub async fn segment_statement(conn: &mut PgConn) -> Result<Statement, DbError> 
     conn.statement("segment_read", SEGMENT_READ).await
 }
 
-/// Calls `queen.log_push_v2` inside a transaction the caller owns, with the statement from
-/// [`statement`]. After it, the transaction holds the partition's lock, so a second call
-/// after a stale answer is authoritative. Callers append partitions in (queue, partition)
-/// order so that two pushes cannot deadlock.
-#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_v2"))]
+/// Appends inside a transaction the caller owns, with the statements from [`statements`]:
+/// the one-statement append when it applies, else `queen.log_push_v2`. After it, the
+/// transaction holds the partition's lock, so a second call after a stale answer is
+/// authoritative. Callers append partitions in (queue, partition) order so that two pushes
+/// cannot deadlock.
 pub async fn append_in(
+    tx: &impl GenericClient,
+    statements: &AppendStatements,
+    append: &PartitionAppend<'_>,
+) -> Result<AppendOutcome, DbError> {
+    if let Some(stored) = single_append::try_single_append(tx, &statements.single, append).await? {
+        return Ok(stored);
+    }
+    log_push_v2(tx, &statements.log_push_v2, append).await
+}
+
+/// Calls `queen.log_push_v2`.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_v2"))]
+async fn log_push_v2(
     tx: &impl GenericClient,
     statement: &Statement,
     append: &PartitionAppend<'_>,
@@ -150,6 +176,7 @@ pub async fn append_in(
             partition_id,
             previous_last: last_offset,
             window_secs,
+            single_statement: false,
         });
     }
     let segments = rows[1..]

@@ -9,6 +9,8 @@ use tokio_postgres::types::ToSql;
 
 use super::{DbError, PgConn};
 
+pub mod single_claim;
+
 const POP_WILDCARD: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
      claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
      blob FROM queen.log_pop_wildcard_bin_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";

@@ -1,0 +1,249 @@
+//! Acknowledging: the wrapper of `queen.log_ack_v2`, tried after the one-statement
+//! [`whole_lease`] ack that settles the common case.
+
+use tokio_postgres::{GenericClient, Statement};
+
+use super::{DbError, PgConn};
+use crate::segment::txn_hash;
+
+pub mod whole_lease;
+
+/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]).
+const LOG_ACK: &str =
+    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
+     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
+     CROSS JOIN (SELECT set_config('synchronous_commit',
+                                   CASE WHEN $9 THEN 'off'
+                                        ELSE current_setting('synchronous_commit') END,
+                                   true)) AS durability";
+
+/// Whether the commit of an ack waits for its WAL to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckDurability {
+    /// It waits (`synchronous_commit` as the server has it): acks inside a transaction
+    /// bundle, whose pushes must be durable when answered, and every ack with
+    /// `QUEEN_ACK_SYNC_COMMIT` on.
+    Flushed,
+    /// Its autocommit transaction does not wait for the flush: a PostgreSQL crash right
+    /// after it can only make the acked messages come again, as an expired lease does.
+    Relaxed,
+}
+
+/// One acknowledgement for a message of the partition.
+#[derive(Debug, Clone)]
+pub struct AckItem {
+    /// The message's transaction id.
+    pub transaction_id: String,
+    /// Its offset when the broker knows it; otherwise SQL finds it by transaction id.
+    pub offset: Option<i64>,
+    /// `completed`, `failed`, `retry` or `dlq` (SQL refuses others per item).
+    pub status: String,
+    /// Failure text of a nack.
+    pub error: Option<String>,
+}
+
+/// What happened to one item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckVerdict {
+    /// Applied (or a harmless no-op).
+    pub success: bool,
+    /// Why it was refused.
+    pub error: Option<String>,
+    /// The partition's lease was released by this call.
+    pub lease_released: bool,
+    /// The message went to the dead-letter queue.
+    pub dlq: bool,
+    /// The partition's queue (known when the lease was live).
+    pub queue: Option<String>,
+    /// The partition's name (known when the lease was live).
+    pub partition: Option<String>,
+    /// Messages left in the partition beyond the group's cursor after this call.
+    pub pending_after: i64,
+}
+
+/// Which (partition, group, lease) an ack settles, and how durably.
+#[derive(Debug, Clone, Copy)]
+pub struct AckTarget<'a> {
+    /// The messages' partition.
+    pub partition_id: i64,
+    /// The consumer group.
+    pub group: &'a str,
+    /// The lease the messages were delivered under (empty: the partition's live lease).
+    pub lease: &'a str,
+    /// Whether the commit waits for the WAL flush.
+    pub durability: AckDurability,
+}
+
+/// How an ack of one (partition, lease) was settled.
+#[derive(Debug, Clone)]
+pub struct AckAnswer {
+    /// One verdict per item, in item order.
+    pub verdicts: Vec<AckVerdict>,
+    /// Settled by the one-statement whole-lease ack (else by `queen.log_ack_v2`).
+    pub whole_lease: bool,
+}
+
+/// The ack statements of one connection, prepared once (see [`statements`]).
+#[derive(Debug, Clone)]
+pub struct AckStatements {
+    whole_lease: Statement,
+    items: Statement,
+}
+
+/// Acknowledges items of one (partition, group) under `lease` (empty: the live lease).
+/// Verdicts come back in item order.
+pub async fn ack_partition(
+    conn: &mut PgConn,
+    partition_id: i64,
+    group: &str,
+    lease: &str,
+    items: &[AckItem],
+    durability: AckDurability,
+) -> Result<AckAnswer, DbError> {
+    let st = statements(conn).await?;
+    let target = AckTarget {
+        partition_id,
+        group,
+        lease,
+        durability,
+    };
+    let answer = ack_in(conn.client(), &st, &target, items).await;
+    answer.map_err(|e| conn.note(e))
+}
+
+/// Prepares (once per connection) the statements of [`ack_in`].
+pub async fn statements(conn: &mut PgConn) -> Result<AckStatements, DbError> {
+    Ok(AckStatements {
+        whole_lease: whole_lease::statement(conn).await?,
+        items: conn.statement("log_ack_v2", LOG_ACK).await?,
+    })
+}
+
+/// Acknowledges on `client` (a plain connection, or a transaction the caller owns): the
+/// whole-lease statement when every item completes its message, and `queen.log_ack_v2`
+/// when that statement does not apply. Same contract as [`ack_partition`]; the caller
+/// notes errors on its connection.
+pub async fn ack_in(
+    client: &impl GenericClient,
+    st: &AckStatements,
+    target: &AckTarget<'_>,
+    items: &[AckItem],
+) -> Result<AckAnswer, DbError> {
+    let AckTarget {
+        partition_id,
+        group,
+        lease,
+        durability,
+    } = *target;
+    let relaxed = durability == AckDurability::Relaxed;
+    let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id.as_str()).collect();
+    let hashes: Vec<i64> = txn_ids.iter().map(|t| txn_hash(t)).collect();
+    let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
+    let lease = (!lease.is_empty()).then_some(lease);
+    if let Some(sorted) = whole_lease::eligible(&statuses, &hashes) {
+        let applied = whole_lease::try_whole_lease(
+            client,
+            &st.whole_lease,
+            partition_id,
+            group,
+            lease,
+            &sorted,
+            relaxed,
+        )
+        .await?;
+        if let Some(done) = applied {
+            let verdict = AckVerdict {
+                success: true,
+                error: None,
+                lease_released: true,
+                dlq: false,
+                queue: Some(done.queue),
+                partition: Some(done.partition),
+                pending_after: done.pending_after,
+            };
+            return Ok(AckAnswer {
+                verdicts: vec![verdict; items.len()],
+                whole_lease: true,
+            });
+        }
+    }
+    let keys = ItemKeys {
+        txn_ids: &txn_ids,
+        hashes: &hashes,
+        statuses: &statuses,
+    };
+    let verdicts = log_ack_v2(client, &st.items, target, items, &keys).await?;
+    Ok(AckAnswer {
+        verdicts,
+        whole_lease: false,
+    })
+}
+
+/// The items' columns both statements read, computed once.
+struct ItemKeys<'a> {
+    txn_ids: &'a [&'a str],
+    hashes: &'a [i64],
+    statuses: &'a [&'a str],
+}
+
+/// Calls `queen.log_ack_v2` with the items and their hashes.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_ack_v2"))]
+async fn log_ack_v2(
+    client: &impl GenericClient,
+    st: &Statement,
+    target: &AckTarget<'_>,
+    items: &[AckItem],
+    keys: &ItemKeys<'_>,
+) -> Result<Vec<AckVerdict>, DbError> {
+    let lease = (!target.lease.is_empty()).then_some(target.lease);
+    let relaxed = target.durability == AckDurability::Relaxed;
+    let offsets: Vec<Option<i64>> = items.iter().map(|i| i.offset).collect();
+    let errors: Vec<Option<&str>> = items.iter().map(|i| i.error.as_deref()).collect();
+    let rows = client
+        .query(
+            st,
+            &[
+                &target.partition_id,
+                &target.group,
+                &lease,
+                &keys.txn_ids,
+                &keys.hashes,
+                &offsets,
+                &keys.statuses,
+                &errors,
+                &relaxed,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("log_ack_v2", e))?;
+    let mut verdicts = vec![
+        AckVerdict {
+            success: false,
+            error: Some("Message not found".to_owned()),
+            lease_released: false,
+            dlq: false,
+            queue: None,
+            partition: None,
+            pending_after: 0,
+        };
+        items.len()
+    ];
+    for row in rows {
+        let idx: i32 = row.get(0);
+        if let Some(slot) = usize::try_from(idx - 1)
+            .ok()
+            .and_then(|i| verdicts.get_mut(i))
+        {
+            *slot = AckVerdict {
+                success: row.get(1),
+                error: row.get(2),
+                lease_released: row.get(3),
+                dlq: row.get(4),
+                queue: row.get(5),
+                partition: row.get(6),
+                pending_after: row.get::<_, Option<i64>>(7).unwrap_or(0),
+            };
+        }
+    }
+    Ok(verdicts)
+}
