@@ -16,10 +16,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::actors::registry::Registry;
+use crate::auth::Verifier;
 use crate::broker::Broker;
 use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
 use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError};
+use crate::http::auth::{self, Gate};
 use crate::http::{routes, timing, AppState};
 use crate::limiter::Limiter;
 use crate::log::push::combiner::{CombineConfig, PushCombiner};
@@ -65,6 +67,12 @@ pub enum StartupError {
         #[source]
         source: std::io::Error,
     },
+    /// The database TLS settings could not be used.
+    #[error("database TLS settings unusable")]
+    Tls(#[from] crate::db::tls::TlsError),
+    /// The JWT keys could not be read.
+    #[error("authentication settings unusable")]
+    Auth(#[from] crate::auth::AuthSetupError),
     /// A blocking start-up task panicked or was cancelled.
     #[error("start-up task failed")]
     Task(#[source] tokio::task::JoinError),
@@ -121,9 +129,27 @@ impl App {
 
 /// Starts the broker on an already-bound listener (port 0 in tests).
 pub async fn start(config: Config, listener: TcpListener) -> Result<App, StartupError> {
-    let (pg_config, embedded) = database(&config).await?;
+    // Keys first: a broker that could not check tokens must not start anything.
+    let gate = match config.auth.enabled {
+        false => None,
+        true => {
+            let verifier = Verifier::new(&config.auth).await?;
+            info!(algorithm = ?config.auth.algorithm, "jwt authentication on");
+            Some(Arc::new(Gate::new(
+                verifier,
+                config.auth.skip_paths.clone(),
+            )))
+        }
+    };
+    let (mut pg_config, embedded) = database(&config).await?;
+    let tls = crate::db::tls::connector(&config.database.tls)?;
+    if embedded.is_none() {
+        let mode = crate::db::tls::ssl_mode(&config.database.tls, pg_config.get_ssl_mode());
+        pg_config.ssl_mode(mode);
+    }
     let db = Db::connect(
         pg_config,
+        tls,
         config.database.pool_size,
         config.database.pool_timeout,
         config.database.statement_timeout,
@@ -180,13 +206,16 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     let sweeper = retention::spawn(broker.clone(), sweeper_id.clone());
     let state = AppState {
         broker: broker.clone(),
+        gate,
     };
     let http_addr = listener.local_addr().map_err(StartupError::Http)?;
     let server = HttpServer::new(move || {
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
-            // Innermost first: timing sees the normalised path's route pattern.
+            // Innermost first: timing sees the normalised path's route pattern, and the
+            // gate judges the normalised path.
             .wrap(from_fn(timing::observe))
+            .wrap(from_fn(auth::guard))
             .wrap(NormalizePath::new(TrailingSlash::MergeOnly))
             .configure(routes)
     })

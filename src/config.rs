@@ -11,12 +11,16 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod auth;
 mod known;
 mod mesh;
+mod pg_tls;
 mod retention;
 
+pub use auth::{AuthConfig, JwksSource, JwtAlgorithm, DEFAULT_SKIP_PATHS};
 pub use known::KNOWN_VARS;
 pub use mesh::{MeshConfig, PeerAddress};
+pub use pg_tls::{PgSslMode, PgTlsConfig};
 pub use retention::RetentionConfig;
 
 /// A setting that was refused at start-up.
@@ -73,6 +77,8 @@ pub struct Config {
     pub mesh: MeshConfig,
     /// The retention sweeper and the letting go of idle state.
     pub retention: RetentionConfig,
+    /// Who may call which route: JWT authentication and roles.
+    pub auth: AuthConfig,
 }
 
 /// The HTTP listener.
@@ -98,6 +104,8 @@ pub struct DatabaseConfig {
     pub pool_timeout: Duration,
     /// `QUEEN_STATEMENT_TIMEOUT_MS`: server-side statement timeout (default 30000).
     pub statement_timeout: Duration,
+    /// TLS to an external server (`QUEEN_PG_SSLMODE`, `QUEEN_PG_SSL_ROOT_CERT`).
+    pub tls: PgTlsConfig,
 }
 
 /// Which PostgreSQL the broker uses.
@@ -236,6 +244,7 @@ impl Config {
                 pool_size: vars.positive("DB_POOL_SIZE", 20)?,
                 pool_timeout: vars.millis("QUEEN_POOL_TIMEOUT_MS", 5_000)?,
                 statement_timeout: vars.millis("QUEEN_STATEMENT_TIMEOUT_MS", 30_000)?,
+                tls: pg_tls::pg_tls_config(&vars)?,
             },
             pop: PopConfig {
                 default_timeout: vars.millis("DEFAULT_TIMEOUT", 30_000)?,
@@ -298,6 +307,7 @@ impl Config {
             },
             mesh: mesh::mesh_config(&vars, bind_ip)?,
             retention: retention::retention_config(&vars)?,
+            auth: auth::auth_config(&vars)?,
         })
     }
 }
@@ -343,6 +353,20 @@ impl Vars {
                 name,
                 value: raw.to_owned(),
                 rule,
+            }),
+        }
+    }
+
+    /// A switch: `1`/`true`/`on` or `0`/`false`/`off`, any case.
+    fn flag(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("1" | "true" | "on" | "yes") => Ok(true),
+            Some("0" | "false" | "off" | "no") => Ok(false),
+            Some(_) => Err(ConfigError::Invalid {
+                name,
+                value: self.get(name).unwrap_or_default().to_owned(),
+                rule: "1/true/on or 0/false/off",
             }),
         }
     }

@@ -20,6 +20,8 @@
 //! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config
 //!   changed, maintenance changed) that wake other nodes' group actors before any claim.
 //!   Only hints: PostgreSQL stays the truth.
+//! - [`auth`]: JWT verification and the role each route needs; `http::auth` is the gate
+//!   that applies them to requests when `JWT_ENABLED` is on.
 //! - [`app`]: wiring; [`telemetry`] and [`shutdown`]: one concern each.
 //!
 //! # How a message travels
@@ -63,6 +65,7 @@
 
 pub mod actors;
 pub mod app;
+pub mod auth;
 pub mod broker;
 pub mod config;
 pub mod db;

@@ -24,7 +24,9 @@ pub struct MeshConfig {
     pub dns_refresh: Duration,
     /// `QUEEN_NODE_ID`: this node's name in logs and metrics (default: the host name).
     pub node_id: String,
-    /// `QUEEN_MESH_SECRET`: when set, peers must prove they know it (HMAC of a nonce).
+    /// `QUEEN_MESH_SECRET`: when set, peers must prove they know it (HMAC of a nonce), and
+    /// every frame after the handshake carries a MAC under a key derived from it. Required
+    /// when the mesh binds a non-loopback address, unless `QUEEN_MESH_INSECURE` is on.
     pub secret: Option<Secret>,
     /// `QUEEN_CLUSTER_NAME` (default `queen`): peers of another cluster are refused.
     pub cluster_name: String,
@@ -113,13 +115,25 @@ pub(super) fn mesh_config(vars: &Vars, http_ip: IpAddr) -> Result<MeshConfig, Co
         Some(id) => id.trim().to_owned(),
         None => host_name(),
     };
+    let secret = vars.get("QUEEN_MESH_SECRET").map(Secret::new);
+    // An open mesh port reachable from other machines lets anyone who can reach it wake
+    // consumers or flip maintenance mode: refuse it unless the operator says so.
+    let insecure = vars.flag("QUEEN_MESH_INSECURE", false)?;
+    if secret.is_none() && !ip.is_loopback() && !insecure {
+        return Err(ConfigError::Invalid {
+            name: "QUEEN_MESH_SECRET",
+            value: String::new(),
+            rule: "required when the mesh binds a non-loopback address \
+                   (QUEEN_MESH_BIND_ADDR); QUEEN_MESH_INSECURE=1 runs without one",
+        });
+    }
     Ok(MeshConfig {
         bind: SocketAddr::new(ip, port),
         peers,
         peer_dns,
         dns_refresh: vars.millis("QUEEN_PEER_DNS_REFRESH_MS", 5_000)?,
         node_id,
-        secret: vars.get("QUEEN_MESH_SECRET").map(Secret::new),
+        secret,
         cluster_name: vars.get("QUEEN_CLUSTER_NAME").unwrap_or("queen").to_owned(),
     })
 }
@@ -142,7 +156,9 @@ mod tests {
 
     #[test]
     fn the_mesh_defaults_to_port_6633_on_the_http_host_with_no_peers() {
-        let config = Config::from_vars([("QUEEN_BIND_ADDR", "0.0.0.0")]).unwrap();
+        let config =
+            Config::from_vars([("QUEEN_BIND_ADDR", "0.0.0.0"), ("QUEEN_MESH_INSECURE", "1")])
+                .unwrap();
         assert_eq!(config.mesh.bind, "0.0.0.0:6633".parse().unwrap());
         assert!(config.mesh.peers.is_empty() && config.mesh.peer_dns.is_none());
         assert_eq!(config.mesh.cluster_name, "queen");
@@ -169,6 +185,34 @@ mod tests {
         );
         assert_eq!(config.mesh.node_id, "a");
         assert!(!format!("{:?}", config.mesh).contains("hunter2"));
+    }
+
+    #[test]
+    fn a_mesh_on_a_non_loopback_address_needs_a_secret_or_an_explicit_insecure_switch() {
+        for vars in [
+            vec![("QUEEN_BIND_ADDR", "0.0.0.0")],
+            vec![("QUEEN_MESH_BIND_ADDR", "10.1.2.3")],
+            vec![("QUEEN_MESH_BIND_ADDR", "::"), ("QUEEN_MESH_INSECURE", "0")],
+        ] {
+            let err = Config::from_vars(vars.clone()).unwrap_err().to_string();
+            assert!(err.contains("QUEEN_MESH_SECRET"), "{vars:?}: {err}");
+        }
+        // Loopback needs nothing; a secret or the explicit switch opens other addresses.
+        assert!(Config::from_vars([("QUEEN_MESH_BIND_ADDR", "127.0.0.1")]).is_ok());
+        assert!(
+            Config::from_vars([("QUEEN_BIND_ADDR", "0.0.0.0"), ("QUEEN_MESH_SECRET", "s")]).is_ok()
+        );
+        assert!(Config::from_vars([
+            ("QUEEN_BIND_ADDR", "0.0.0.0"),
+            ("QUEEN_MESH_INSECURE", "true")
+        ])
+        .is_ok());
+        // The HTTP address alone may be public while the mesh stays on loopback.
+        assert!(Config::from_vars([
+            ("QUEEN_BIND_ADDR", "0.0.0.0"),
+            ("QUEEN_MESH_BIND_ADDR", "127.0.0.1")
+        ])
+        .is_ok());
     }
 
     #[test]

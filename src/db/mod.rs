@@ -3,7 +3,8 @@
 //! It owns the connection pool ([`pool`]), the embedded PostgreSQL launcher ([`embedded`]),
 //! the schema installer ([`schema`]), one Rust function per SQL function (`push`, `pop`,
 //! `ack`, `lease`, `queues`, and the admin endpoints' in [`admin`]), the caller-owned data
-//! transaction ([`transaction`]) and the database error type ([`error`]). Callers never see a
+//! transaction ([`transaction`]), TLS to the server ([`tls`]) and the database error type
+//! ([`error`]). Callers never see a
 //! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
 
 pub mod ack;
@@ -19,6 +20,7 @@ pub mod queues;
 pub mod retention;
 pub mod schema;
 pub mod system;
+pub mod tls;
 pub mod transaction;
 
 pub use error::DbError;

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tracing::warn;
 
 use super::DbError;
@@ -59,6 +60,8 @@ impl PgConn {
 /// Opens connections for bb8.
 pub struct Manager {
     config: tokio_postgres::Config,
+    /// Used only when the config's `sslmode` asks for TLS (see `super::tls`).
+    tls: MakeRustlsConnect,
     stats: Arc<PoolStats>,
 }
 
@@ -79,7 +82,7 @@ impl bb8::ManageConnection for Manager {
     type Error = tokio_postgres::Error;
 
     async fn connect(&self) -> Result<PgConn, tokio_postgres::Error> {
-        let (client, connection) = self.config.connect(NoTls).await?;
+        let (client, connection) = self.config.connect(self.tls.clone()).await?;
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 warn!(error = %error, "database connection closed");
@@ -116,9 +119,11 @@ pub struct Db {
 pub type Conn<'a> = bb8::PooledConnection<'a, Manager>;
 
 impl Db {
-    /// Builds the pool and opens its first connection, so a wrong address fails start-up.
+    /// Builds the pool and opens its first connection, so a wrong address (or a server
+    /// whose certificate fails the TLS policy) fails start-up.
     pub async fn connect(
         mut config: tokio_postgres::Config,
+        tls: MakeRustlsConnect,
         size: u32,
         checkout_timeout: Duration,
         statement_timeout: Duration,
@@ -134,6 +139,7 @@ impl Db {
             .test_on_check_out(false)
             .build(Manager {
                 config,
+                tls,
                 stats: stats.clone(),
             })
             .await

@@ -38,6 +38,12 @@ pub enum ApiError {
     /// A request that conflicts with the current state (a live lease): 409 with this text.
     #[error("{0}")]
     Conflict(String),
+    /// No valid bearer token with authentication on: 401 with this text.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A valid token without the role the route needs: 403 with this text.
+    #[error("{0}")]
+    Forbidden(String),
     /// A route that exists for other methods: 405.
     #[error("method not allowed")]
     MethodNotAllowed,
@@ -87,6 +93,8 @@ impl ResponseError for ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
@@ -104,6 +112,13 @@ impl ResponseError for ApiError {
             ApiError::BadRequest(text) | ApiError::NotFound(text) | ApiError::Conflict(text) => {
                 json!({ "error": text })
             }
+            ApiError::Unauthorized(text) => {
+                // RFC 6750: a 401 names the scheme the client should use.
+                return HttpResponse::Unauthorized()
+                    .insert_header((actix_web::http::header::WWW_AUTHENTICATE, "Bearer"))
+                    .json(json!({ "error": text, "code": "unauthorized" }));
+            }
+            ApiError::Forbidden(text) => json!({ "error": text, "code": "forbidden" }),
             ApiError::TooLarge { .. } | ApiError::MethodNotAllowed => {
                 json!({ "error": self.to_string() })
             }

@@ -4,10 +4,12 @@
 //! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
 //! [`binary`]; status codes and error bodies are decided in [`error`] only. The web console's
 //! files are served by [`console`]; [`openapi`] describes every route and serves that;
-//! [`timing`] times every request for the latency histograms.
+//! [`timing`] times every request for the latency histograms; [`auth`] is the JWT gate in
+//! front of every route when authentication is on.
 
 pub mod ack;
 pub mod admin;
+pub mod auth;
 pub mod binary;
 pub mod configure;
 pub mod console;
@@ -19,6 +21,8 @@ pub mod openapi;
 pub mod pop;
 pub mod push;
 pub mod query;
+#[cfg(test)]
+mod route_table;
 pub mod system;
 pub mod timing;
 pub mod transaction;
@@ -26,10 +30,11 @@ pub mod transaction;
 use std::sync::Arc;
 
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
+use crate::auth::Identity;
 use crate::broker::Broker;
 use crate::domain::Tenant;
 pub use error::ApiError;
@@ -39,12 +44,22 @@ pub use error::ApiError;
 pub struct AppState {
     /// The broker's shared parts.
     pub broker: Arc<Broker>,
+    /// The JWT gate, when `JWT_ENABLED` is on.
+    pub gate: Option<Arc<auth::Gate>>,
 }
 
 impl AppState {
-    /// The tenant a request acts for: the default tenant until authentication exists.
+    /// The tenant a request acts for: the default tenant until tenants are built.
     pub fn tenant(&self, _req: &HttpRequest) -> Tenant {
         Tenant::default_tenant()
+    }
+
+    /// The producer to stamp on what this request pushes: the verified token's `sub` with
+    /// authentication on, nobody without it (a body never names its producer).
+    pub fn producer(&self, req: &HttpRequest) -> Option<Arc<str>> {
+        req.extensions()
+            .get::<Identity>()
+            .and_then(|identity| identity.sub.clone())
     }
 }
 

@@ -63,12 +63,13 @@ pub async fn push(
         ));
     }
     let parsed: PushBody = parse_json(&body)?;
-    let items = parsed
+    let mut items = parsed
         .items
         .into_iter()
         .enumerate()
         .map(|(i, raw)| validate(i, raw))
         .collect::<Result<Vec<_>, _>>()?;
+    stamp(&mut items, state.producer(&req));
 
     let outcomes = store(
         &state.broker,
@@ -88,7 +89,9 @@ async fn push_binary(
     body: &[u8],
     limit: usize,
 ) -> Result<HttpResponse, ApiError> {
-    let decoded = qpb1::decode(body, limit).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let mut decoded =
+        qpb1::decode(body, limit).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    stamp(&mut decoded.items, state.producer(req));
     let outcomes = store_prebuilt(
         &state.broker,
         &state.tenant(req),
@@ -188,5 +191,15 @@ pub(super) fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError>
         payload,
         transaction_id,
         trace_id,
+        producer: None,
     })
+}
+
+/// Stamps the request's producer (see [`AppState::producer`]) on every item.
+pub(super) fn stamp(items: &mut [PushItem], producer: Option<std::sync::Arc<str>>) {
+    if producer.is_some() {
+        for item in items {
+            item.producer = producer.clone();
+        }
+    }
 }

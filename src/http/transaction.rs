@@ -54,11 +54,17 @@ pub async fn transaction(
 ) -> Result<HttpResponse, ApiError> {
     let limit = state.broker.config.http.max_body_bytes;
     let body = read_body(payload, limit).await?;
-    let (bundle, counts_only) = if body.starts_with(qtb1::MAGIC) {
+    let (mut bundle, counts_only) = if body.starts_with(qtb1::MAGIC) {
         parse_binary(&body, limit)?
     } else {
         (parse(&body)?, false)
     };
+    let producer = state.producer(&req);
+    for operation in &mut bundle.operations {
+        if let Operation::Push(items) = operation {
+            push::stamp(items, producer.clone());
+        }
+    }
     let outcome = apply(
         &state.broker,
         &state.tenant(&req),

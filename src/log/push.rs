@@ -46,6 +46,9 @@ pub struct PushItem {
     pub transaction_id: Option<String>,
     /// Trace correlation id.
     pub trace_id: Option<Uuid>,
+    /// Who pushed it: the verified token's `sub` with authentication on (never the body's
+    /// word), stored in the message's frame (flag 2) and shown by pops and admin views.
+    pub producer: Option<std::sync::Arc<str>>,
 }
 
 /// A client-compressed group (`QPB1` flag 8): the frames of `items[first..first + n]`, with
@@ -237,9 +240,10 @@ pub async fn prepare(
         .collect();
     let hashes = txn_ids.iter().map(|t| txn_hash(t)).collect();
     let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
-    // A client's group holds plaintext frames: in an encrypted queue it must be rebuilt.
+    // A client's group holds plaintext frames without a producer: in an encrypted queue,
+    // or under a stamped producer, it must be rebuilt.
     for (i, seal) in sealed.iter().enumerate() {
-        if seal.is_some() {
+        if seal.is_some() || items[i].producer.is_some() {
             segment_of[i] = None;
         }
     }

@@ -3,8 +3,9 @@
 //!
 //! Everything arriving here is untrusted. A frame that is oversized, not msgpack, out of
 //! turn, from another cluster or without a valid proof is dropped and counted; the ones
-//! that break the stream (oversized, bad handshake) also close the connection. Nothing a
-//! peer sends can panic the node or reach PostgreSQL.
+//! that break the stream (oversized, bad handshake) also close the connection, and so does,
+//! with a shared secret, the first frame whose tag fails (`super::sealed`). Nothing a peer
+//! sends can panic the node or reach PostgreSQL.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -22,6 +23,7 @@ use tracing::{debug, info, warn};
 
 use super::message::MeshMessage;
 use super::peer::HANDSHAKE_TIMEOUT;
+use super::sealed::{frame_key, Opener};
 use super::{auth, frame, Counters, Inbox, Shared};
 
 /// Inbound connections served at once. A cluster has a handful of peers; the bound keeps
@@ -95,8 +97,8 @@ async fn serve(
     ) {
         return;
     }
-    let node_id = match hello(&shared, &mut reader, &nonce).await {
-        Ok(node_id) => node_id,
+    let (node_id, dialler_nonce) = match hello(&shared, &mut reader, &nonce).await {
+        Ok(hello) => hello,
         Err(refusal) => {
             if !matches!(refusal, Refusal::Closed) {
                 Counters::bump(&shared.counters.frames_dropped);
@@ -121,7 +123,21 @@ async fn serve(
         .counters
         .inbound_connections
         .fetch_add(1, Ordering::Relaxed);
-    receive(&shared, &mut reader, &node_id, inbox.as_ref(), remote).await;
+    let mut opener = Opener::new(frame_key(
+        config.secret.as_ref(),
+        &nonce,
+        &dialler_nonce,
+        &node_id,
+    ));
+    receive(
+        &shared,
+        &mut reader,
+        &mut opener,
+        &node_id,
+        inbox.as_ref(),
+        remote,
+    )
+    .await;
     shared
         .counters
         .inbound_connections
@@ -129,12 +145,13 @@ async fn serve(
     info!(peer = %remote, node_id = %node_id, "mesh dialler left");
 }
 
-/// Reads the dialler's hello and checks its cluster and proof; its node id on success.
+/// Reads the dialler's hello and checks its cluster and proof; its node id and nonce on
+/// success.
 async fn hello(
     shared: &Shared,
     reader: &mut FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
     nonce: &[u8; 16],
-) -> Result<String, Refusal> {
+) -> Result<(String, [u8; 16]), Refusal> {
     let bytes = match timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
         Err(_) => return Err(Refusal::Timeout),
         Ok(None) => return Err(Refusal::Closed),
@@ -145,6 +162,7 @@ async fn hello(
         cluster,
         node_id,
         proof,
+        nonce: dialler_nonce,
     }) = frame::decode(&bytes)
     else {
         return Err(if frame::decode(&bytes).is_ok() {
@@ -159,13 +177,15 @@ async fn hello(
     if !auth::verify(shared.config.secret.as_ref(), nonce, &node_id, &proof) {
         return Err(Refusal::BadProof);
     }
-    Ok(node_id)
+    Ok((node_id, dialler_nonce))
 }
 
-/// Hands hints to the inbox until the dialler leaves, goes quiet, or breaks the stream.
+/// Hands hints to the inbox until the dialler leaves, goes quiet, breaks the stream, or
+/// sends a frame whose tag fails (with a secret: someone else's frame, or a replay).
 async fn receive(
     shared: &Shared,
     reader: &mut FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    opener: &mut Opener,
     node_id: &str,
     inbox: &dyn Inbox,
     remote: SocketAddr,
@@ -188,7 +208,12 @@ async fn receive(
             }
             Ok(Some(Ok(bytes))) => bytes,
         };
-        match frame::decode(&bytes) {
+        let Some(payload) = opener.open(&bytes) else {
+            Counters::bump(&counters.frames_dropped);
+            warn!(peer = %remote, node_id, "mesh frame failed authentication; closing");
+            return;
+        };
+        match frame::decode(payload) {
             Ok(MeshMessage::Ping) => {}
             Ok(
                 message @ (MeshMessage::PushLanded(_)

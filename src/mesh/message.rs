@@ -35,6 +35,10 @@ pub enum MeshMessage {
         /// HMAC-SHA256 of the nonce and node id under the shared secret; empty when the
         /// cluster runs without a secret.
         proof: Vec<u8>,
+        /// Random per connection: with the challenge's nonce, it keys the frames' tags
+        /// (`super::sealed`), so each connection has a key of its own.
+        #[serde(default)]
+        nonce: [u8; 16],
     },
     /// The acceptor took the dialler's hello: hints may flow.
     Welcome,
@@ -90,6 +94,7 @@ mod tests {
                 cluster: "queen".into(),
                 node_id: "b".into(),
                 proof: vec![1, 2, 3],
+                nonce: [5; 16],
             },
             MeshMessage::PushLanded(PushHint {
                 tenant: String::new(),

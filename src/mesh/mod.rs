@@ -6,7 +6,8 @@
 //! refused hint costs a parked pop one backoff interval (or a reseed), never a message.
 //!
 //! - [`message`]: the msgpack enum; [`frame`]: length framing and its limits;
-//!   [`auth`]: the shared-secret handshake proof.
+//!   [`auth`]: the shared-secret handshake proof; [`sealed`]: the tag every frame after
+//!   the handshake carries under a secret, so none can be injected.
 //! - [`peer`]: one task per remote node (dial, handshake, send hints, reconnect with
 //!   backoff). Hints are handed over with `try_send`, so a dead or slow peer never blocks
 //!   a push.
@@ -24,6 +25,7 @@ pub mod listener;
 pub mod membership;
 pub mod message;
 pub mod peer;
+pub mod sealed;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -22,6 +22,7 @@ use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use tracing::{debug, info, warn};
 
 use super::message::MeshMessage;
+use super::sealed::{frame_key, Sealer};
 use super::{auth, frame, Counters, Shared};
 
 /// Hints waiting for one peer's socket. A burst beyond this is dropped: the peer's
@@ -78,6 +79,7 @@ enum Dialled {
         reader: Box<FramedRead<OwnedReadHalf, LengthDelimitedCodec>>,
         writer: Box<FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>>,
         node_id: String,
+        sealer: Sealer,
     },
     Myself,
 }
@@ -141,12 +143,13 @@ async fn run(
                 reader,
                 mut writer,
                 node_id,
+                mut sealer,
             }) => {
                 info!(peer = %addr, node_id = %node_id, "mesh peer connected");
                 *status.node_id.lock().expect("peer lock") = Some(node_id.clone());
                 status.connected.store(true, Ordering::Relaxed);
                 let since = Instant::now();
-                pump(&shared, &mut queue, *reader, &mut writer).await;
+                pump(&shared, &mut queue, *reader, &mut writer, &mut sealer).await;
                 status.connected.store(false, Ordering::Relaxed);
                 warn!(peer = %addr, node_id = %node_id, "mesh peer disconnected");
                 was_up = true;
@@ -196,10 +199,12 @@ async fn dial(shared: &Shared, addr: SocketAddr) -> Result<Dialled, DialError> {
     if cluster != config.cluster_name {
         return Err(DialError::ForeignCluster { cluster });
     }
+    let own_nonce = *uuid::Uuid::new_v4().as_bytes();
     let hello = MeshMessage::Hello {
         cluster: config.cluster_name.clone(),
         node_id: config.node_id.clone(),
         proof: auth::prove(config.secret.as_ref(), &nonce, &config.node_id),
+        nonce: own_nonce,
     };
     timeout(WRITE_TIMEOUT, writer.send(frame::encode(&hello)))
         .await
@@ -210,6 +215,12 @@ async fn dial(shared: &Shared, addr: SocketAddr) -> Result<Dialled, DialError> {
             reader: Box::new(reader),
             writer: Box::new(writer),
             node_id,
+            sealer: Sealer::new(frame_key(
+                config.secret.as_ref(),
+                &nonce,
+                &own_nonce,
+                &config.node_id,
+            )),
         }),
         _ => Err(DialError::Protocol),
     }
@@ -234,6 +245,7 @@ async fn pump(
     queue: &mut mpsc::Receiver<Bytes>,
     mut reader: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
     writer: &mut FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+    sealer: &mut Sealer,
 ) {
     let ping = frame::encode(&MeshMessage::Ping);
     let mut quiet = tokio::time::interval(PING_EVERY);
@@ -243,10 +255,10 @@ async fn pump(
             next = queue.recv() => {
                 let Some(first) = next else { return };
                 // Everything already queued goes out in one flush.
-                let mut batch = vec![first];
+                let mut batch = vec![sealer.seal(&first)];
                 while batch.len() < 64 {
                     match queue.try_recv() {
-                        Ok(more) => batch.push(more),
+                        Ok(more) => batch.push(sealer.seal(&more)),
                         Err(_) => break,
                     }
                 }
@@ -261,7 +273,7 @@ async fn pump(
                 quiet.reset();
             }
             _ = quiet.tick() => {
-                if !write_all(writer, vec![ping.clone()]).await {
+                if !write_all(writer, vec![sealer.seal(&ping)]).await {
                     return;
                 }
             }

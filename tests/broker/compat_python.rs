@@ -1,7 +1,8 @@
 //! The published Python client (`queen-mq`, pinned below) against this broker, as its
 //! users run it: each test here starts a broker on a fresh database and runs one group of
 //! the Python suite in `tests/compat/` with pytest, the broker's URL in `QUEEN_COMPAT_URL`.
-//! One Rust test per group, so a feature that is missing fails its own group only.
+//! One Rust test per group, so a feature that is missing fails its own group only; the
+//! `bearer_token` group runs against a broker with JWT authentication on.
 //!
 //! The client lives in a virtual environment under the target folder, made by the first
 //! test that needs it (a lock file keeps parallel tests and test processes from racing)
@@ -64,8 +65,41 @@ async fn the_python_client_gets_conflated_and_autopiloted_pops() {
     run_group("test_echoes.py").await;
 }
 
+/// The client's `bearer_token` against a broker with JWT authentication on: tokens signed
+/// here (HS256) for a read-write, a read-only and an admin caller.
+#[actix_rt::test]
+async fn the_python_client_authenticates_with_its_bearer_token() {
+    use crate::support::tokens::{claims, hs256, SECRET};
+    let tokens = [
+        (
+            "QUEEN_COMPAT_TOKEN_WRITER",
+            hs256(SECRET, &claims("compat-writer", "read-write")),
+        ),
+        (
+            "QUEEN_COMPAT_TOKEN_READER",
+            hs256(SECRET, &claims("compat-reader", "read-only")),
+        ),
+        (
+            "QUEEN_COMPAT_TOKEN_ADMIN",
+            hs256(SECRET, &claims("compat-admin", "admin")),
+        ),
+    ];
+    let env: Vec<(&str, &str)> = tokens.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    run_group_with(
+        "test_auth.py",
+        &[("JWT_ENABLED", "true"), ("JWT_SECRET", SECRET)],
+        &env,
+    )
+    .await;
+}
+
 /// Runs one file of the Python suite against a fresh broker; fails with pytest's output.
 async fn run_group(file: &str) {
+    run_group_with(file, &[], &[]).await;
+}
+
+/// [`run_group`] on a broker with `settings`, pytest seeing `env` besides the broker's URL.
+async fn run_group_with(file: &str, settings: &[(&str, &str)], env: &[(&str, &str)]) {
     // A Python interpreter and a broker under load: keep the timing tests away.
     let _quiet = crate::support::fixtures::TIMING.lock().await;
     // Arrange: the client's environment, then a broker on a fresh database.
@@ -73,10 +107,10 @@ async fn run_group(file: &str) {
         .await
         .expect("the venv task does not panic")
         .unwrap_or_else(|why| panic!("cannot prepare the Python client: {why}"));
-    let broker = TestBroker::start().await;
+    let broker = TestBroker::start_with(settings).await;
 
     // Act: the suite, its output streamed to ours as it comes.
-    let outcome = run_pytest(&python, file, &broker.base).await;
+    let outcome = run_pytest(&python, file, &broker.base, env).await;
     broker.stop().await;
 
     // Assert: pytest passed every test it collected.
@@ -152,7 +186,12 @@ fn run_quietly(command: &mut Command, what: &str) -> Result<(), String> {
 }
 
 /// Runs pytest on one file of `tests/compat/`; `Err` carries the whole output.
-async fn run_pytest(python: &Path, file: &str, url: &str) -> Result<(), String> {
+async fn run_pytest(
+    python: &Path,
+    file: &str,
+    url: &str,
+    env: &[(&str, &str)],
+) -> Result<(), String> {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
         .join("compat");
@@ -169,6 +208,7 @@ async fn run_pytest(python: &Path, file: &str, url: &str) -> Result<(), String> 
         .arg(file)
         .current_dir(&suite)
         .env("QUEEN_COMPAT_URL", url)
+        .envs(env.iter().copied())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1")
         // pytest cuts its summary lines at the terminal width; keep the failure reasons.

@@ -3,12 +3,14 @@
 //! termination). Runs the real helm; no cluster is involved, so nothing here starts a pod.
 //! This file covers lint and the pods' shape and discovery; `credentials` covers where the
 //! database settings and secrets come from, `operations` the rollout, disruption and
-//! monitoring knobs, `monitoring` the Grafana dashboard and the alert rules.
+//! monitoring knobs, `monitoring` the Grafana dashboard and the alert rules, `security` the JWT settings and the
+//! NetworkPolicy around the mesh port.
 
 mod credentials;
 mod monitoring;
 mod operations;
 pub mod render;
+mod security;
 
 use std::collections::BTreeSet;
 

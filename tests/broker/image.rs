@@ -56,6 +56,15 @@ fn every_variable_the_chart_passes_is_one_the_broker_reads_and_the_readme_lists_
             ("existingSecret.name", "creds"),
             ("existingSecret.keys.databaseUrl", "url"),
         ]),
+        render::render(&[
+            ("auth.jwt.enabled", "true"),
+            ("auth.jwt.issuer", "i"),
+            ("auth.jwt.audience", "a"),
+            ("auth.jwt.jwksUrl", "http://idp/jwks"),
+            ("auth.jwt.skipPaths", "/health"),
+            ("auth.jwt.roleClaim", "r"),
+            ("auth.jwt.rolesClaim", "rs"),
+        ]),
     ];
 
     // Act

@@ -124,7 +124,15 @@ async fn a_push_on_one_broker_wakes_a_consumer_parked_on_its_peer() {
     let _quiet = TIMING.lock().await;
     // Arrange: a listens on every interface, so its own loopback address in the peer list
     // is not recognisable by address: the handshake has to find it out.
-    let [a, b] = pair(true, &[("QUEEN_MESH_BIND_ADDR", "0.0.0.0")], &[]).await;
+    let [a, b] = pair(
+        true,
+        &[
+            ("QUEEN_MESH_BIND_ADDR", "0.0.0.0"),
+            ("QUEEN_MESH_INSECURE", "1"),
+        ],
+        &[],
+    )
+    .await;
     assert!(
         connected(&a, 1).await && connected(&b, 1).await,
         "the pair never connected"
@@ -387,6 +395,7 @@ async fn handshake(
         cluster: "queen".into(),
         node_id: "impostor".into(),
         proof: Vec::new(),
+        nonce: [0; 16],
     };
     writer.send(frame::encode(&hello)).await.expect("hello");
     let welcome = reader.next().await.expect("welcome").expect("frame");

@@ -128,6 +128,7 @@ pub(crate) fn decode_groups(
                     payload: payload.to_vec(),
                     transaction_id: txn.map(str::to_owned),
                     trace_id: None,
+                    producer: None,
                 });
             }
         }
@@ -221,6 +222,7 @@ fn frames_group(
             payload: frame.payload.to_vec(),
             transaction_id: Some(frame.transaction_id.to_owned()),
             trace_id: frame.trace_id,
+            producer: None,
         });
     }
     if found != u64::from(n) {

@@ -241,7 +241,7 @@ fn build<'a>(req: &Request<'a>, pending: &[Ref]) -> Result<Built<'a>, PushError>
                 message_id: req.message_id(r),
                 trace_id: req.item(r).trace_id,
                 transaction_id: req.txn(r),
-                producer: None,
+                producer: req.item(r).producer.as_deref(),
                 payload: &req.item(r).payload,
             };
             let pushed = match req.sealed(r) {

@@ -108,6 +108,7 @@ mod tests {
             payload: b"1".to_vec(),
             transaction_id: None,
             trace_id: None,
+            producer: None,
         }
     }
 

@@ -8,6 +8,7 @@ pub mod fixtures;
 pub mod postgres;
 pub mod qpb1;
 pub mod qpf1;
+pub mod tokens;
 pub mod webdriver;
 
 use std::net::TcpListener;
@@ -77,6 +78,22 @@ impl TestBroker {
             mesh: app.mesh_addr(),
             app: Some(app),
         })
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every later request of [`Self::http`]
+    /// (`None`: no header).
+    pub fn authorize(&mut self, token: Option<&str>) {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = token {
+            let value = format!("Bearer {token}").parse().expect("a header value");
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        self.http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(120))
+            .pool_max_idle_per_host(64)
+            .default_headers(headers)
+            .build()
+            .expect("http client");
     }
 
     /// Absolute URL of a path on this broker.
