@@ -24,6 +24,12 @@
 --     so the second answer is authoritative.
 --   Callers appending several partitions in one transaction lock them in a fixed order
 --   (queue, partition), so two such transactions cannot deadlock.
+--   maxSize: when the queue's max_size is above 0, pushes to the queue are serialised by a
+--   transaction-scoped advisory lock taken before the partition lock, and an append that
+--   would make the messages the queue stores (over its partitions, from the first stored
+--   segment's offset to last_offset: consumed or not, until retention deletes them) exceed
+--   max_size writes NOTHING and answers one row: stale = NULL, the partition id,
+--   last_offset = the messages stored now, window_seconds = max_size.
 
 CREATE OR REPLACE FUNCTION queen.log_push_v2(
     p_tenant         text,
@@ -59,6 +65,8 @@ DECLARE
     v_now     timestamptz := clock_timestamp();
     v_created timestamptz;
     v_prev_at timestamptz;
+    v_max     integer;
+    v_size    bigint;
     r         record;
 BEGIN
     SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
@@ -79,6 +87,10 @@ BEGIN
         SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window)
         INTO v_qid, v_window
         FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+    END IF;
+    SELECT q.max_size INTO v_max FROM queen.queues q WHERE q.id = v_qid;
+    IF v_max > 0 THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('queen.max_size/' || v_qid, 0));
     END IF;
 
     SELECT p.id, p.last_offset INTO v_pid, v_last
@@ -116,6 +128,21 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         RETURN;
+    END IF;
+
+    IF v_max > 0 THEN
+        SELECT coalesce(sum(p.last_offset + 1 - coalesce(
+                   (SELECT s.base_offset FROM queen.log_segments s
+                    WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1),
+                   p.last_offset + 1)), 0)
+        INTO v_size
+        FROM queen.log_partitions p WHERE p.queue_id = v_qid;
+        IF v_size + v_total > v_max THEN
+            stale := NULL; partition_id := v_pid; last_offset := v_size;
+            window_seconds := v_max;
+            RETURN NEXT;
+            RETURN;
+        END IF;
     END IF;
 
     -- created_at must never go backwards within a partition (delayedProcessing and

@@ -30,6 +30,7 @@ use crate::maintenance;
 use crate::mesh::inbox::BrokerInbox;
 use crate::mesh::Mesh;
 use crate::metrics::Metrics;
+use crate::retention;
 
 /// Name of the database the broker uses inside its embedded cluster.
 const EMBEDDED_DATABASE: &str = "queen";
@@ -86,6 +87,8 @@ pub struct App {
     server: ServerHandle,
     server_task: tokio::task::JoinHandle<std::io::Result<()>>,
     refresher: tokio::task::JoinHandle<()>,
+    sweeper: tokio::task::JoinHandle<()>,
+    sweeper_id: String,
     actors: Arbiter,
     embedded: Option<EmbeddedPostgres>,
 }
@@ -109,6 +112,9 @@ impl App {
         self.server.stop(true).await;
         let _ = self.server_task.await;
         self.refresher.abort();
+        self.sweeper.abort();
+        let _ = self.sweeper.await;
+        retention::release(&self.broker, &self.sweeper_id).await;
         self.mesh.stop();
         self.actors.stop();
         if let Some(mut pg) = self.embedded {
@@ -170,6 +176,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         metrics.clone(),
         config.pop.hotlist,
         config.pop.reseed_every,
+        config.retention.actor_idle_stop,
     );
     let pool_size = config.database.pool_size as usize;
     let broker = Arc::new(Broker {
@@ -195,6 +202,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     );
     info!(addr = %mesh_addr, node_id = %config.mesh.node_id, "mesh listening");
     let refresher = maintenance::spawn_refresher(broker.clone());
+    let sweeper_id = format!("{}/{}", config.mesh.node_id, uuid::Uuid::new_v4());
+    let sweeper = retention::spawn(broker.clone(), sweeper_id.clone());
     let state = AppState {
         broker: broker.clone(),
         gate,
@@ -232,6 +241,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         server: handle,
         server_task,
         refresher,
+        sweeper,
+        sweeper_id,
         actors,
         embedded,
     })

@@ -15,11 +15,13 @@ mod auth;
 mod known;
 mod mesh;
 mod pg_tls;
+mod retention;
 
 pub use auth::{AuthConfig, JwksSource, JwtAlgorithm, DEFAULT_SKIP_PATHS};
 pub use known::KNOWN_VARS;
 pub use mesh::{MeshConfig, PeerAddress};
 pub use pg_tls::{PgSslMode, PgTlsConfig};
+pub use retention::RetentionConfig;
 
 /// A setting that was refused at start-up.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +75,8 @@ pub struct Config {
     pub log: LogConfig,
     /// The peer mesh: identity, port, peers.
     pub mesh: MeshConfig,
+    /// The retention sweeper and the letting go of idle state.
+    pub retention: RetentionConfig,
     /// Who may call which route: JWT authentication and roles.
     pub auth: AuthConfig,
 }
@@ -302,6 +306,7 @@ impl Config {
                 },
             },
             mesh: mesh::mesh_config(&vars, bind_ip)?,
+            retention: retention::retention_config(&vars)?,
             auth: auth::auth_config(&vars)?,
         })
     }

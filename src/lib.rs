@@ -55,6 +55,11 @@
 //! (so any node can ack; a whole-batch ack is one positional advance), moves
 //! the cursor by the longest acknowledged prefix, rewinds on a nack, charges retries and
 //! files dead letters, and releases the lease once everything delivered is done.
+//!
+//! **Retention.** `retention` runs on every node; the one holding the sweeper lease deletes
+//! segments past their queue's retention (`sql/044_retention.sql`), expired dead letters
+//! and traces, and optionally empty partitions and abandoned groups' cursors, in bounded
+//! batches. Consumers behind deleted segments continue at the first remaining message.
 
 #![warn(missing_docs)]
 
@@ -71,6 +76,7 @@ pub mod log;
 pub mod maintenance;
 pub mod mesh;
 pub mod metrics;
+pub mod retention;
 pub mod segment;
 pub mod shutdown;
 pub mod telemetry;

@@ -7,6 +7,7 @@
 
 pub mod exposition;
 pub mod latency;
+pub mod retention;
 pub mod sql_spans;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -64,6 +65,8 @@ pub struct Metrics {
     pub acks_whole_lease: AtomicU64,
     /// Acks of one (partition, lease) settled item by item by `log_ack_v2`.
     pub acks_itemized: AtomicU64,
+    /// What the retention sweeper did on this node.
+    pub retention: retention::SweepStats,
 }
 
 impl Metrics {
@@ -119,6 +122,7 @@ impl Metrics {
                 "wholeLease": get(&self.acks_whole_lease),
                 "itemized": get(&self.acks_itemized),
             },
+            "retention": self.retention.to_json(),
             "wakes": {
                 "push": get(&self.wakes_push),
                 "peer": get(&self.wakes_peer),

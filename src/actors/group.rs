@@ -25,8 +25,6 @@ use crate::metrics::Metrics;
 
 /// How often the wheel is checked for due partitions.
 const WHEEL_TICK: Duration = Duration::from_millis(20);
-/// An actor with nothing parked, lent or scheduled stops after this long unused.
-const IDLE_STOP: Duration = Duration::from_secs(120);
 /// Pushed-partition hints kept for the legacy path (older ones are covered by the scan).
 const MAX_LEGACY_HINTS: usize = 256;
 
@@ -37,6 +35,9 @@ pub struct GroupActor {
     metrics: Arc<Metrics>,
     hotlist: bool,
     reseed_every: Duration,
+    /// With nothing parked, lent or scheduled, the actor stops after this long unused
+    /// (`QUEEN_GROUP_IDLE_STOP_MS`), so a name used once costs no memory for long.
+    idle_stop: Duration,
     ring: Ring,
     wheel: Wheel,
     gate: WakeGate,
@@ -60,12 +61,14 @@ impl GroupActor {
         reseed_every: Duration,
     ) -> Self {
         let metrics = registry.metrics().clone();
+        let idle_stop = registry.idle_stop();
         GroupActor {
             key,
             registry,
             metrics,
             hotlist,
             reseed_every,
+            idle_stop,
             ring: Ring::default(),
             wheel: Wheel::default(),
             gate: WakeGate::default(),
@@ -120,7 +123,7 @@ impl GroupActor {
             && !self.reseeding
             && self.wheel.is_empty()
             && self.gate.waiting() == 0
-            && self.last_used.elapsed() > IDLE_STOP
+            && self.last_used.elapsed() > self.idle_stop
     }
 }
 
@@ -129,7 +132,7 @@ impl Actor for GroupActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(WHEEL_TICK, |actor, _| actor.tick());
-        ctx.run_interval(IDLE_STOP / 4, |actor, ctx| {
+        ctx.run_interval(self.idle_stop / 4, |actor, ctx| {
             if actor.idle() {
                 ctx.stop();
             }

@@ -27,6 +27,7 @@ pub struct Registry {
     metrics: Arc<Metrics>,
     hotlist: bool,
     reseed_every: Duration,
+    idle_stop: Duration,
     me: Weak<Registry>,
 }
 
@@ -37,6 +38,7 @@ impl Registry {
         metrics: Arc<Metrics>,
         hotlist: bool,
         reseed_every: Duration,
+        idle_stop: Duration,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Registry {
             groups: Mutex::new(HashMap::new()),
@@ -44,8 +46,14 @@ impl Registry {
             metrics,
             hotlist,
             reseed_every,
+            idle_stop,
             me: me.clone(),
         })
+    }
+
+    /// How long a group actor with nothing to do lives on (`QUEEN_GROUP_IDLE_STOP_MS`).
+    pub fn idle_stop(&self) -> Duration {
+        self.idle_stop
     }
 
     /// The shared counters.
@@ -156,6 +164,10 @@ impl Registry {
             if queue.is_empty() {
                 groups.remove(&queue_key);
             }
+        }
+        // After a burst of names, give the map's memory back instead of keeping its peak.
+        if groups.capacity() > 4 * groups.len() + 64 {
+            groups.shrink_to_fit();
         }
     }
 }

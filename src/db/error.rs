@@ -30,14 +30,17 @@ pub enum DbError {
         source: tokio_postgres::Error,
     },
     /// The schema could not be installed.
-    #[error("schema file {file} failed to apply")]
+    #[error("schema migration failed at {step}")]
     Schema {
-        /// The file under `sql/`.
-        file: &'static str,
-        /// The server's error.
+        /// The `sql/` file, or the step of the migration run.
+        step: String,
+        /// refinery's error (it carries the server's).
         #[source]
-        source: tokio_postgres::Error,
+        source: refinery::Error,
     },
+    /// Another node held the schema lock for longer than a start waits.
+    #[error("schema lock not acquired in time")]
+    SchemaLockTimeout,
 }
 
 impl DbError {
@@ -64,7 +67,9 @@ impl DbError {
         match self {
             DbError::PoolExhausted | DbError::Connect(_) => true,
             DbError::Query { source, .. } => source.is_closed() || source.code().is_none(),
-            DbError::StatementTimeout { .. } | DbError::Schema { .. } => false,
+            DbError::StatementTimeout { .. }
+            | DbError::Schema { .. }
+            | DbError::SchemaLockTimeout => false,
         }
     }
 
@@ -75,9 +80,10 @@ impl DbError {
 
     fn sql_state(&self) -> Option<&SqlState> {
         match self {
-            DbError::Query { source, .. }
-            | DbError::StatementTimeout { source, .. }
-            | DbError::Schema { source, .. } => source.code(),
+            DbError::Query { source, .. } | DbError::StatementTimeout { source, .. } => {
+                source.code()
+            }
+            DbError::Schema { .. } | DbError::SchemaLockTimeout => None,
             DbError::Connect(source) => source.code(),
             DbError::PoolExhausted => None,
         }

@@ -17,6 +17,7 @@ pub mod pool;
 pub mod pop;
 pub mod push;
 pub mod queues;
+pub mod retention;
 pub mod schema;
 pub mod system;
 pub mod tls;

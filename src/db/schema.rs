@@ -1,175 +1,229 @@
-//! The schema installer: applies the embedded `sql/` files in order at start-up.
+//! The schema installer: versioned migrations from the embedded `sql/` files.
 //!
-//! Every file is re-runnable (create-or-replace, if-not-exists), so all of them run on every
-//! start, in one transaction, under a transaction-scoped advisory lock so that several nodes
-//! starting together apply them one at a time. `queen.schema_files` records what ran, with a
-//! checksum, for operators.
+//! Each file is one migration, applied once, in the order of its number, and recorded in
+//! `queen.schema_migrations` (refinery's history table: version, name, when, checksum).
+//! refinery does the bookkeeping; this file adds what it leaves to its caller:
+//!
+//! - a fast path: when every embedded file is already recorded with its checksum, start-up
+//!   reads that table and nothing else (no lock, no DDL, so no lock on a hot table and no
+//!   "already exists" notices);
+//! - a cluster-wide advisory lock (the key older brokers took per transaction, so a rolling
+//!   upgrade with them still applies one at a time), and a `lock_timeout` so a migration that
+//!   needs a hot table gives up instead of queueing live traffic behind it.
+//!
+//! Files are refinery's *unversioned* kind (`U`): a file numbered below one already applied
+//! (added later on another branch) is still applied, instead of refused. A file is never
+//! edited once shipped: a changed checksum stops the start with an error naming it. A
+//! database from before migrations (every file applied at each start, recorded in
+//! `queen.schema_files`) has no history yet: every file runs once more, which is safe
+//! because each is re-runnable (create-or-replace, if-not-exists), then is recorded.
 
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use refinery::{Migration, Runner};
 use tokio_postgres::Client;
-use tracing::info;
+use tracing::{debug, info};
 
 use super::DbError;
 
-/// The advisory lock key of schema installation ("queen" in ASCII).
-const SCHEMA_LOCK_KEY: i64 = 0x71_75_65_65_6e;
+/// Adds one `sql/` file to [`FILES`]: `sql_file!("044_name.sql")`.
+macro_rules! sql_file {
+    ($file:literal) => {
+        ($file, include_str!(concat!("../../sql/", $file)))
+    };
+}
 
-/// The `sql/` files, in the order they are applied.
+/// The `sql/` files, in the order they are applied. A new file is one line here.
 pub const FILES: &[(&str, &str)] = &[
-    ("001_schema.sql", include_str!("../../sql/001_schema.sql")),
-    (
-        "002_log_push.sql",
-        include_str!("../../sql/002_log_push.sql"),
-    ),
-    ("003_log_pop.sql", include_str!("../../sql/003_log_pop.sql")),
-    (
-        "004_log_pop_specific.sql",
-        include_str!("../../sql/004_log_pop_specific.sql"),
-    ),
-    (
-        "005_log_pop_wildcard.sql",
-        include_str!("../../sql/005_log_pop_wildcard.sql"),
-    ),
-    (
-        "006_log_pop_discover.sql",
-        include_str!("../../sql/006_log_pop_discover.sql"),
-    ),
-    (
-        "007_log_has_pending.sql",
-        include_str!("../../sql/007_log_has_pending.sql"),
-    ),
-    ("008_log_ack.sql", include_str!("../../sql/008_log_ack.sql")),
-    (
-        "009_log_lease_extend.sql",
-        include_str!("../../sql/009_log_lease_extend.sql"),
-    ),
-    (
-        "010_configure_queue.sql",
-        include_str!("../../sql/010_configure_queue.sql"),
-    ),
-    (
-        "011_log_pop_list.sql",
-        include_str!("../../sql/011_log_pop_list.sql"),
-    ),
-    (
-        "012_log_pending_partitions.sql",
-        include_str!("../../sql/012_log_pending_partitions.sql"),
-    ),
-    (
-        "013_system_state.sql",
-        include_str!("../../sql/013_system_state.sql"),
-    ),
-    (
-        "014_group_conflation.sql",
-        include_str!("../../sql/014_group_conflation.sql"),
-    ),
-    (
-        "015_txn_hash.sql",
-        include_str!("../../sql/015_txn_hash.sql"),
-    ),
-    (
-        "016_log_push_v2.sql",
-        include_str!("../../sql/016_log_push_v2.sql"),
-    ),
-    (
-        "017_log_ack_v2.sql",
-        include_str!("../../sql/017_log_ack_v2.sql"),
-    ),
-    (
-        "018_log_pop_v2.sql",
-        include_str!("../../sql/018_log_pop_v2.sql"),
-    ),
-    (
-        "020_lease_require.sql",
-        include_str!("../../sql/020_lease_require.sql"),
-    ),
-    (
-        "030_consumer_group_lags.sql",
-        include_str!("../../sql/030_consumer_group_lags.sql"),
-    ),
-    (
-        "031_consumer_group_delete.sql",
-        include_str!("../../sql/031_consumer_group_delete.sql"),
-    ),
-    (
-        "032_consumer_group_subscription.sql",
-        include_str!("../../sql/032_consumer_group_subscription.sql"),
-    ),
-    (
-        "033_consumer_group_seek.sql",
-        include_str!("../../sql/033_consumer_group_seek.sql"),
-    ),
-    (
-        "034_dead_letters.sql",
-        include_str!("../../sql/034_dead_letters.sql"),
-    ),
-    (
-        "035_dead_letter_requeue.sql",
-        include_str!("../../sql/035_dead_letter_requeue.sql"),
-    ),
-    (
-        "036_resource_stats.sql",
-        include_str!("../../sql/036_resource_stats.sql"),
-    ),
-    (
-        "037_resources.sql",
-        include_str!("../../sql/037_resources.sql"),
-    ),
-    (
-        "038_queue_delete.sql",
-        include_str!("../../sql/038_queue_delete.sql"),
-    ),
-    (
-        "039_messages.sql",
-        include_str!("../../sql/039_messages.sql"),
-    ),
-    (
-        "040_message_erase.sql",
-        include_str!("../../sql/040_message_erase.sql"),
-    ),
-    (
-        "041_queue_metrics.sql",
-        include_str!("../../sql/041_queue_metrics.sql"),
-    ),
-    ("042_status.sql", include_str!("../../sql/042_status.sql")),
-    ("043_traces.sql", include_str!("../../sql/043_traces.sql")),
+    sql_file!("001_schema.sql"),
+    sql_file!("002_log_push.sql"),
+    sql_file!("003_log_pop.sql"),
+    sql_file!("004_log_pop_specific.sql"),
+    sql_file!("005_log_pop_wildcard.sql"),
+    sql_file!("006_log_pop_discover.sql"),
+    sql_file!("007_log_has_pending.sql"),
+    sql_file!("008_log_ack.sql"),
+    sql_file!("009_log_lease_extend.sql"),
+    sql_file!("010_configure_queue.sql"),
+    sql_file!("011_log_pop_list.sql"),
+    sql_file!("012_log_pending_partitions.sql"),
+    sql_file!("013_system_state.sql"),
+    sql_file!("014_group_conflation.sql"),
+    sql_file!("015_txn_hash.sql"),
+    sql_file!("016_log_push_v2.sql"),
+    sql_file!("017_log_ack_v2.sql"),
+    sql_file!("018_log_pop_v2.sql"),
+    sql_file!("020_lease_require.sql"),
+    sql_file!("030_consumer_group_lags.sql"),
+    sql_file!("031_consumer_group_delete.sql"),
+    sql_file!("032_consumer_group_subscription.sql"),
+    sql_file!("033_consumer_group_seek.sql"),
+    sql_file!("034_dead_letters.sql"),
+    sql_file!("035_dead_letter_requeue.sql"),
+    sql_file!("036_resource_stats.sql"),
+    sql_file!("037_resources.sql"),
+    sql_file!("038_queue_delete.sql"),
+    sql_file!("039_messages.sql"),
+    sql_file!("040_message_erase.sql"),
+    sql_file!("041_queue_metrics.sql"),
+    sql_file!("042_status.sql"),
+    sql_file!("043_traces.sql"),
+    sql_file!("044_retention.sql"),
 ];
 
-/// Applies every schema file, idempotently, under the advisory lock.
-pub async fn install(client: &mut Client) -> Result<(), DbError> {
-    let started = std::time::Instant::now();
-    let tx = client
-        .transaction()
+/// Where refinery records applied migrations.
+pub const HISTORY_TABLE: &str = "queen.schema_migrations";
+
+/// The advisory lock key of schema installation ("queen" in ASCII), shared with older
+/// brokers' per-transaction lock.
+const SCHEMA_LOCK_KEY: i64 = 0x71_75_65_65_6e;
+
+/// How long a migration statement may wait for a table lock: long enough for a busy
+/// table's short transactions to finish, short enough that traffic queued behind the
+/// migration's lock request stalls for seconds, not minutes.
+const MIGRATION_LOCK_TIMEOUT: &str = "10s";
+
+/// How long a node waits for another node's migration to finish before giving up.
+const SCHEMA_LOCK_WAIT: Duration = Duration::from_secs(300);
+
+/// How often a waiting node tries the advisory lock again.
+const SCHEMA_LOCK_POLL: Duration = Duration::from_millis(200);
+
+/// What a start did to the schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every file was recorded already: nothing ran.
+    UpToDate,
+    /// These files were applied now, in order.
+    Applied(Vec<String>),
+}
+
+/// Brings the schema up to date: nothing but one read when it is, otherwise the pending
+/// migrations under the advisory lock.
+pub async fn install(client: &mut Client) -> Result<Outcome, DbError> {
+    let started = Instant::now();
+    let migrations = migrations()?;
+    if pending(client, &migrations).await? == 0 {
+        debug!("schema up to date");
+        return Ok(Outcome::UpToDate);
+    }
+    client
+        .batch_execute(&format!(
+            "SET lock_timeout = '{MIGRATION_LOCK_TIMEOUT}'; SET client_min_messages = warning"
+        ))
         .await
         .map_err(|e| DbError::query("schema", e))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK_KEY])
+    lock(client).await?;
+    let applied = run(client, &migrations).await;
+    let released = unlock(client).await;
+    let applied = applied?;
+    released?;
+    info!(
+        applied = applied.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "schema migrated"
+    );
+    Ok(Outcome::Applied(applied))
+}
+
+/// The embedded files as refinery migrations: `001_schema.sql` is `U1__schema`.
+pub fn migrations() -> Result<Vec<Migration>, DbError> {
+    FILES
+        .iter()
+        .map(|(file, sql)| {
+            let stem = file.trim_end_matches(".sql");
+            let (number, name) = stem.split_once('_').unwrap_or((stem, "migration"));
+            let version: u32 = number.parse().unwrap_or(0);
+            Migration::unapplied(&format!("U{version}__{name}"), sql).map_err(|source| {
+                DbError::Schema {
+                    step: (*file).to_owned(),
+                    source,
+                }
+            })
+        })
+        .collect()
+}
+
+/// How many embedded migrations are missing from the history, or differ from it.
+async fn pending(client: &Client, migrations: &[Migration]) -> Result<usize, DbError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&HISTORY_TABLE])
         .await
-        .map_err(|e| DbError::query("schema", e))?;
-    tx.batch_execute(
-        "CREATE SCHEMA IF NOT EXISTS queen;
-         CREATE TABLE IF NOT EXISTS queen.schema_files (
-             file text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL)",
-    )
-    .await
-    .map_err(|e| DbError::query("schema", e))?;
-    for (file, sql) in FILES {
-        tx.batch_execute(sql)
-            .await
-            .map_err(|source| DbError::Schema { file, source })?;
-        tx.execute(
-            "INSERT INTO queen.schema_files (file, checksum, applied_at) VALUES ($1, md5($2), now())
-             ON CONFLICT (file) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()",
-            &[file, sql],
+        .map_err(|e| DbError::query("schema", e))?
+        .get(0);
+    if !exists {
+        return Ok(migrations.len());
+    }
+    let applied: HashMap<i32, String> = client
+        .query(
+            &format!("SELECT version, checksum FROM {HISTORY_TABLE}"),
+            &[],
         )
         .await
-        .map_err(|e| DbError::query("schema", e))?;
+        .map_err(|e| DbError::query("schema", e))?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    Ok(migrations
+        .iter()
+        .filter(|m| applied.get(&(m.version() as i32)) != Some(&m.checksum().to_string()))
+        .count())
+}
+
+/// Takes the session advisory lock, polling so a long migration elsewhere is waited for
+/// within [`SCHEMA_LOCK_WAIT`] rather than forever.
+async fn lock(client: &Client) -> Result<(), DbError> {
+    let deadline = Instant::now() + SCHEMA_LOCK_WAIT;
+    loop {
+        let got: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&SCHEMA_LOCK_KEY])
+            .await
+            .map_err(|e| DbError::query("schema", e))?
+            .get(0);
+        if got {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(DbError::SchemaLockTimeout);
+        }
+        tokio::time::sleep(SCHEMA_LOCK_POLL).await;
     }
-    tx.commit().await.map_err(|e| DbError::query("schema", e))?;
-    info!(
-        files = FILES.len(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "schema applied"
-    );
-    Ok(())
+}
+
+/// Releases the advisory lock and the session settings (the connection goes back to the
+/// pool afterwards).
+async fn unlock(client: &Client) -> Result<(), DbError> {
+    client
+        .execute("SELECT pg_advisory_unlock($1)", &[&SCHEMA_LOCK_KEY])
+        .await
+        .map_err(|e| DbError::query("schema", e))?;
+    client
+        .batch_execute("RESET lock_timeout; RESET client_min_messages")
+        .await
+        .map_err(|e| DbError::query("schema", e))
+}
+
+/// Runs refinery: the history table, then each pending file in its own transaction.
+async fn run(client: &mut Client, migrations: &[Migration]) -> Result<Vec<String>, DbError> {
+    client
+        .batch_execute("CREATE SCHEMA IF NOT EXISTS queen")
+        .await
+        .map_err(|e| DbError::query("schema", e))?;
+    let mut runner = Runner::new(migrations).set_abort_missing(false);
+    runner.set_migration_table_name(HISTORY_TABLE);
+    let report = runner
+        .run_async(client)
+        .await
+        .map_err(|source| DbError::Schema {
+            step: "migrate".to_owned(),
+            source,
+        })?;
+    Ok(report
+        .applied_migrations()
+        .iter()
+        .map(|m| format!("{:03}_{}.sql", m.version(), m.name()))
+        .collect())
 }
 
 #[cfg(test)]
@@ -187,5 +241,16 @@ mod tests {
         on_disk.sort();
         let embedded: Vec<String> = FILES.iter().map(|(f, _)| (*f).to_owned()).collect();
         assert_eq!(embedded, on_disk);
+    }
+
+    #[test]
+    fn every_file_becomes_a_migration_with_its_own_number() {
+        let migrations = migrations().expect("every file name is a migration name");
+        let mut versions: Vec<u32> = migrations.iter().map(|m| m.version()).collect();
+        assert!(versions.iter().all(|v| *v > 0), "{versions:?}");
+        let count = versions.len();
+        versions.dedup();
+        assert_eq!(versions.len(), count, "two files share a number");
+        assert_eq!(migrations[0].name(), "schema");
     }
 }

@@ -91,8 +91,34 @@ pub(crate) async fn snapshot(state: &AppState) -> Value {
         "quarantined": stats.quarantined.load(Ordering::Relaxed),
     });
     body["groups"] = json!(broker.registry.stats().await);
+    body["caches"] = json!({
+        "groupActors": broker.registry.len(),
+        "encryptedQueues": broker.encrypted_queues.len(),
+    });
     body["hotlist"] = json!(broker.config.pop.hotlist);
     body["maintenance"] = json!(broker.in_maintenance());
     body["mesh"] = broker.mesh.snapshot();
+    body["retention"]["tables"] = table_sizes(state).await;
     body
+}
+
+/// Bytes of each table of the schema (heap, indexes and TOAST), so the sweeper's effect is
+/// visible; `null` when the database does not answer (the rest is still served).
+async fn table_sizes(state: &AppState) -> Value {
+    let sizes = match state.broker.db.background_conn().await {
+        Ok(mut conn) => crate::db::retention::table_sizes(&mut conn).await,
+        Err(e) => Err(e),
+    };
+    match sizes {
+        Ok(sizes) => Value::Object(
+            sizes
+                .into_iter()
+                .map(|(table, bytes)| (table, json!(bytes)))
+                .collect(),
+        ),
+        Err(error) => {
+            warn!(error = %error, "table sizes left out of the metrics");
+            Value::Null
+        }
+    }
 }

@@ -101,15 +101,12 @@ async fn push_binary(
     )
     .await?;
     if decoded.counts_only {
-        let queued = outcomes
-            .iter()
-            .filter(|o| o.status == PushStatus::Queued)
-            .count();
+        let count = |f: fn(&PushStatus) -> bool| outcomes.iter().filter(|o| f(&o.status)).count();
         return Ok(HttpResponse::Created().json(json!({
             "count": outcomes.len(),
-            "queued": queued,
-            "duplicate": outcomes.len() - queued,
-            "error": 0,
+            "queued": count(|s| *s == PushStatus::Queued),
+            "duplicate": count(|s| *s == PushStatus::Duplicate),
+            "error": count(|s| matches!(s, PushStatus::Full { .. })),
         })));
     }
     Ok(HttpResponse::Created().json(answer(&outcomes)))
@@ -122,15 +119,12 @@ fn answer(outcomes: &[PushOutcome]) -> Vec<PushAnswer<'_>> {
         .enumerate()
         .map(|(index, o)| PushAnswer {
             index,
-            status: match o.status {
-                PushStatus::Queued => "queued",
-                PushStatus::Duplicate => "duplicate",
-            },
+            status: o.status.wire(),
             transaction_id: &o.transaction_id,
             message_id: o.message_id,
             partition_id: o.partition_id.to_string(),
             offset: o.offset,
-            error: None,
+            error: o.status.error(),
         })
         .collect()
 }
@@ -146,7 +140,7 @@ pub(super) struct PushAnswer<'a> {
     message_id: Uuid,
     partition_id: String,
     offset: i64,
-    error: Option<&'a str>,
+    error: Option<String>,
 }
 
 /// Validates item `index` into a [`PushItem`]; errors name `items[index].<field>`.

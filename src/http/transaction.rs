@@ -13,7 +13,6 @@ use super::ack::{self, RawAck};
 use super::binary::qtb1;
 use super::push::{self, RawItem};
 use super::{parse_json, read_body, ApiError, AppState};
-use crate::log::push::PushStatus;
 use crate::log::transaction::{apply, Bundle, BundleAck, BundleOutcome, OpResult, Operation};
 
 #[derive(Deserialize)]
@@ -247,10 +246,7 @@ fn result(index: usize, r: &OpResult) -> Value {
             "index": index,
             "type": "push",
             "success": true,
-            "status": match o.status {
-                PushStatus::Queued => "queued",
-                PushStatus::Duplicate => "duplicate",
-            },
+            "status": o.status.wire(),
             "transactionId": o.transaction_id,
             "messageId": o.message_id,
             "partitionId": o.partition_id.to_string(),

@@ -20,10 +20,22 @@ use crate::log::push::{PushError, PushItem};
 /// How long a node trusts what it read about a queue's encryption.
 pub const REMEMBER_FOR: Duration = Duration::from_secs(5);
 
+/// Entries kept before expired ones are pruned: a push to a queue name used once must not
+/// cost memory for the life of the process.
+const PRUNE_ABOVE: usize = 1024;
+
 /// What this node read about queues' encryption, and when.
 #[derive(Debug, Default)]
 pub struct EncryptedQueues {
-    known: Mutex<HashMap<(Tenant, QueueName), (bool, Instant)>>,
+    known: Mutex<Known>,
+}
+
+#[derive(Debug, Default)]
+struct Known {
+    map: HashMap<(Tenant, QueueName), (bool, Instant)>,
+    /// Size past which the next insert prunes (twice what survived the last prune, so the
+    /// pruning costs O(1) per insert on average).
+    prune_at: usize,
 }
 
 impl EncryptedQueues {
@@ -35,18 +47,33 @@ impl EncryptedQueues {
         queue: &QueueName,
     ) -> Result<bool, DbError> {
         let key = (tenant.clone(), queue.clone());
-        if let Some((on, at)) = self.known.lock().expect("cache lock").get(&key) {
+        if let Some((on, at)) = self.known.lock().expect("cache lock").map.get(&key) {
             if at.elapsed() < REMEMBER_FOR {
                 return Ok(*on);
             }
         }
         let mut conn = broker.db.conn().await?;
         let on = queues::encryption_enabled(&mut conn, tenant.as_str(), queue.as_str()).await?;
-        self.known
-            .lock()
-            .expect("cache lock")
-            .insert(key, (on, Instant::now()));
+        let mut known = self.known.lock().expect("cache lock");
+        known.map.insert(key, (on, Instant::now()));
+        if known.map.len() > known.prune_at.max(PRUNE_ABOVE) {
+            // Expired entries would be read again anyway: drop them, and give the map's
+            // memory back once it has shrunk.
+            known.map.retain(|_, (_, at)| at.elapsed() < REMEMBER_FOR);
+            known.map.shrink_to_fit();
+            known.prune_at = 2 * known.map.len();
+        }
         Ok(on)
+    }
+
+    /// How many queues this node remembers now.
+    pub fn len(&self) -> usize {
+        self.known.lock().expect("cache lock").map.len()
+    }
+
+    /// True when nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Drops what is known about `queue` (its configuration changed).
@@ -54,6 +81,7 @@ impl EncryptedQueues {
         self.known
             .lock()
             .expect("cache lock")
+            .map
             .remove(&(tenant.clone(), queue.clone()));
     }
 }

@@ -71,6 +71,32 @@ pub enum PushStatus {
     Queued,
     /// Its transaction id was already stored in the partition (or earlier in the request).
     Duplicate,
+    /// Not stored: the queue holds `maxSize` messages already, or would with these.
+    Full {
+        /// The queue's `maxSize`.
+        max_size: i32,
+    },
+}
+
+impl PushStatus {
+    /// The `status` of the item's answer (`failed` when not stored: contract §2.1).
+    pub fn wire(&self) -> &'static str {
+        match self {
+            PushStatus::Queued => "queued",
+            PushStatus::Duplicate => "duplicate",
+            PushStatus::Full { .. } => "failed",
+        }
+    }
+
+    /// The item's `error` text, for an item that was not stored.
+    pub fn error(&self) -> Option<String> {
+        match self {
+            PushStatus::Full { max_size } => Some(format!(
+                "queue is full: maxSize is {max_size} messages and this push would exceed it"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The answer for one item, in request order.

@@ -252,7 +252,20 @@ async fn apply_plan(
             Step::Push { first, items } => {
                 let prepared = prepared.as_ref().expect("every push step was prepared");
                 match push::stage(tx, broker, tenant, items, prepared, zstd_level).await {
-                    Ok(outcomes) => results.extend(outcomes.into_iter().map(OpResult::Pushed)),
+                    Ok(outcomes) => {
+                        // All or nothing: an item refused for maxSize refuses the bundle.
+                        if let Some((index, error)) = outcomes
+                            .iter()
+                            .enumerate()
+                            .find_map(|(k, o)| o.status.error().map(|e| (k, e)))
+                        {
+                            return Ok(Verdict::Rollback {
+                                error,
+                                failed_index: Some(first + index),
+                            });
+                        }
+                        results.extend(outcomes.into_iter().map(OpResult::Pushed))
+                    }
                     Err(e @ PushError::Frame { index, .. }) => {
                         return Ok(Verdict::Rollback {
                             error: e.to_string(),

@@ -53,6 +53,13 @@ pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool) -> Strin
     ) {
         register(Box::new(g));
     }
+    let (per_queue, tables) = retention::families(snapshot);
+    for c in per_queue {
+        register(Box::new(c));
+    }
+    if let Some(g) = tables {
+        register(Box::new(g));
+    }
     if let Some(db) = db {
         for g in database_gauges(db) {
             register(Box::new(g));
@@ -179,5 +186,6 @@ fn database_gauges(db: &FromDatabase) -> Vec<GaugeVec> {
 }
 
 mod families;
+mod retention;
 #[cfg(test)]
 mod tests;

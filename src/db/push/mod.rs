@@ -74,6 +74,13 @@ pub enum AppendOutcome {
         /// Appended by the one-statement append (else by `log_push_v2`).
         single_statement: bool,
     },
+    /// Nothing was stored: the queue's `maxSize` leaves no room for these messages.
+    Full {
+        /// The partition's id.
+        partition_id: i64,
+        /// The queue's `maxSize`.
+        max_size: i32,
+    },
     /// Nothing was stored: other writers appended since `known_last`; add `segments` to the
     /// window, check again and call again (the partition lock is held).
     Stale {
@@ -158,7 +165,13 @@ async fn log_push_v2(
     let partition_id: i64 = first.get("partition_id");
     let last_offset: i64 = first.get("last_offset");
     let window_secs: i32 = first.get("window_seconds");
-    if !first.get::<_, bool>("stale") {
+    let Some(stale) = first.get::<_, Option<bool>>("stale") else {
+        return Ok(AppendOutcome::Full {
+            partition_id,
+            max_size: window_secs,
+        });
+    };
+    if !stale {
         return Ok(AppendOutcome::Stored {
             partition_id,
             previous_last: last_offset,

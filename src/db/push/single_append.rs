@@ -7,8 +7,9 @@
 //! (held to the caller's COMMIT, as `log_push_v2` holds it), and appends only when the
 //! window's check is complete (the partition's last offset is the one the broker knows, or
 //! the partition is empty, or the queue's dedup is off), with the same offsets, created_at
-//! rule and hashes `log_push_v2` would write. When the queue or partition row is missing or
-//! other writers appended since, it writes nothing and returns no row; the caller then calls
+//! rule and hashes `log_push_v2` would write. When the queue or partition row is missing, the
+//! queue sets a `maxSize` (only `log_push_v2` counts it), or other writers appended since, it
+//! writes nothing and returns no row; the caller then calls
 //! `log_push_v2` in the same transaction, which answers as it always did.
 
 use tokio_postgres::{GenericClient, Statement};
@@ -25,6 +26,8 @@ WITH part AS (
     SELECT p.id, p.last_offset, coalesce(q.dedup_window_seconds, $5::integer) AS window_seconds
     FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
     WHERE q.tenant = $1 AND q.name = $2 AND p.name = $3
+      -- A queue with a maxSize is counted and locked by log_push_v2 only.
+      AND q.max_size = 0
     FOR NO KEY UPDATE OF p
 ), ok AS (
     SELECT part.id, part.last_offset, part.window_seconds,

@@ -89,10 +89,12 @@ pub(super) async fn append_groups(
             let original = outcomes[fj][fi]
                 .clone()
                 .expect("the first occurrence was resolved above");
-            outcomes[j][i] = Some(PushOutcome {
-                status: PushStatus::Duplicate,
-                ..original
-            });
+            // A repeat of an item refused for maxSize is refused too, not a duplicate.
+            let status = match original.status {
+                full @ PushStatus::Full { .. } => full,
+                _ => PushStatus::Duplicate,
+            };
+            outcomes[j][i] = Some(PushOutcome { status, ..original });
         }
     }
     Ok(())
@@ -168,6 +170,23 @@ async fn append_partition(
                         offset: previous_last + 1 + k as i64,
                         txn_hash: req.hash((j, i)),
                         dedup_window_secs: window_secs,
+                    });
+                }
+                return Ok(());
+            }
+            AppendOutcome::Full {
+                partition_id,
+                max_size,
+            } => {
+                for &(j, i) in &pending {
+                    outcomes[j][i] = Some(PushOutcome {
+                        status: PushStatus::Full { max_size },
+                        transaction_id: req.txn((j, i)).to_owned(),
+                        message_id: req.message_id((j, i)),
+                        partition_id,
+                        offset: -1,
+                        txn_hash: req.hash((j, i)),
+                        dedup_window_secs: 0,
                     });
                 }
                 return Ok(());

@@ -13,6 +13,35 @@ pub type Family = (
 /// Counters: numbers that only grow while the process lives.
 pub const COUNTERS: &[Family] = &[
     (
+        "queen_retention_runs_total",
+        "retention sweeps of this node: ran (it held the lease), skipped (another node did), failed",
+        "result",
+        &[
+            ("ran", "/retention/runs"),
+            ("skipped", "/retention/skipped"),
+            ("failed", "/retention/errors"),
+        ],
+    ),
+    (
+        "queen_retention_removed_total",
+        "what this node's retention sweeps deleted, by kind",
+        "kind",
+        &[
+            ("segments", "/retention/removed/segments"),
+            ("dedup_rows", "/retention/removed/dedupRows"),
+            ("dead_letters", "/retention/removed/deadLetters"),
+            ("traces", "/retention/removed/traces"),
+            ("partitions", "/retention/removed/partitions"),
+            ("cursors", "/retention/removed/cursors"),
+        ],
+    ),
+    (
+        "queen_retention_removed_bytes_total",
+        "stored bytes of the segments this node's retention sweeps deleted",
+        "",
+        &[("", "/retention/removed/bytes")],
+    ),
+    (
         "queen_pops_total",
         "pops answered, by how",
         "result",
@@ -131,6 +160,18 @@ pub const COUNTERS: &[Family] = &[
 
 /// Gauges: numbers that go up and down.
 pub const GAUGES: &[Family] = &[
+    (
+        "queen_retention_last_run_timestamp_seconds",
+        "when this node's last retention sweep ended (Unix time)",
+        "",
+        &[("", "/retention/lastRunAt")],
+    ),
+    (
+        "queen_retention_last_duration_seconds",
+        "how long this node's last retention sweep took",
+        "",
+        &[("", "/retention/lastDurationSeconds")],
+    ),
     (
         "queen_pops_parked",
         "long-polls parked now",

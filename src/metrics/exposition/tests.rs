@@ -106,3 +106,44 @@ fn a_snapshot_missing_a_number_leaves_that_family_out_and_keeps_the_rest() {
     assert!(text.contains("queen_pool_in_use 1\n"), "{text}");
     assert!(!text.contains("queen_pops_total"), "{text}");
 }
+
+#[test]
+fn the_sweepers_counters_per_queue_and_the_table_sizes_are_typed_and_labelled() {
+    let mut s = snapshot();
+    s["retention"] = json!({
+        "runs": 4, "skipped": 2, "errors": 0, "lastRunAt": 1.5e9, "lastDurationMs": 250,
+        "lastDurationSeconds": 0.25,
+        "removed": {"segments": 7, "bytes": 9000, "dedupRows": 1, "deadLetters": 2,
+                    "traces": 3, "partitions": 0, "cursors": 0},
+        "queues": [{"tenant": "", "queue": "orders", "segmentsRemoved": 7, "bytesRemoved": 9000}],
+        "tables": {"log_segments": 65536, "queues": 8192},
+    });
+
+    let text = render(&s, None, true);
+
+    assert!(
+        text.contains("queen_retention_runs_total{result=\"ran\"} 4\n"),
+        "{text}"
+    );
+    assert!(text.contains("queen_retention_removed_total{kind=\"segments\"} 7\n"));
+    assert!(text.contains("queen_retention_removed_bytes_total 9000\n"));
+    assert!(text.contains(
+        "# TYPE queen_retention_segments_removed_total counter\nqueen_retention_segments_removed_total{queue=\"orders\",tenant=\"\"} 7\n"
+    ), "{text}");
+    assert!(
+        text.contains("queen_retention_bytes_removed_total{queue=\"orders\",tenant=\"\"} 9000\n")
+    );
+    assert!(text.contains("queen_retention_last_duration_seconds 0.25\n"));
+    assert!(text.contains("# TYPE queen_table_size_bytes gauge\n"));
+    assert!(text.contains("queen_table_size_bytes{table=\"log_segments\"} 65536\n"));
+}
+
+#[test]
+fn without_table_sizes_the_table_family_is_left_out() {
+    let mut s = snapshot();
+    s["retention"] = json!({"queues": [], "tables": null});
+
+    let text = render(&s, None, true);
+
+    assert!(!text.contains("queen_table_size_bytes"), "{text}");
+}

@@ -177,6 +177,15 @@ impl TestCluster {
         &self.nodes
     }
 
+    /// The process id of node `i` (for reading its memory from `/proc`).
+    pub fn pid(&self, i: usize) -> u32 {
+        self.processes[i]
+            .child
+            .as_ref()
+            .expect("the node is running")
+            .id()
+    }
+
     /// Kills node `i` with SIGKILL (no shutdown of any kind) and reaps it.
     pub fn kill_hard(&mut self, i: usize) {
         let process = &mut self.processes[i];

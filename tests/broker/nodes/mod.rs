@@ -12,6 +12,7 @@ mod acks;
 mod drain;
 mod garbage;
 mod kill;
+mod memory;
 mod races;
 mod wakes;
 

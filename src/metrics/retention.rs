@@ -1,0 +1,129 @@
+//! What the retention sweeper did on this node, for `/metrics`: runs, the last run's time
+//! and duration, and what it removed, in total and per queue. Counters of one node; a
+//! cluster's totals are their sum (only one node sweeps at a time).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::db::retention::{RowsRemoved, SegmentsRemoved};
+
+/// The sweeper's counters (a mutex: written once per batch, read per scrape).
+#[derive(Debug, Default)]
+pub struct SweepStats {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    runs: u64,
+    skipped: u64,
+    errors: u64,
+    last_run_unix_ms: Option<i64>,
+    last_duration_ms: u64,
+    segments: u64,
+    bytes: u64,
+    dedup_rows: u64,
+    dead_letters: u64,
+    traces: u64,
+    partitions: u64,
+    cursors: u64,
+    /// (tenant, queue) -> (segments, bytes).
+    queues: HashMap<(String, String), (u64, u64)>,
+}
+
+impl SweepStats {
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self
+            .inner
+            .lock()
+            .expect("sweep stats lock is never poisoned"))
+    }
+
+    /// Counts a batch of segment retention.
+    pub fn segments(&self, removed: &[SegmentsRemoved]) {
+        self.with(|s| {
+            for r in removed {
+                let (segments, bytes) = (r.segments.max(0) as u64, r.bytes.max(0) as u64);
+                s.segments += segments;
+                s.bytes += bytes;
+                s.dedup_rows += r.dedup_rows.max(0) as u64;
+                let q = s
+                    .queues
+                    .entry((r.tenant.clone(), r.queue.clone()))
+                    .or_default();
+                q.0 += segments;
+                q.1 += bytes;
+            }
+        });
+    }
+
+    /// Counts a batch of dead-letter and trace expiry.
+    pub fn rows(&self, removed: RowsRemoved) {
+        self.with(|s| {
+            s.dead_letters += removed.first.max(0) as u64;
+            s.traces += removed.second.max(0) as u64;
+        });
+    }
+
+    /// Counts a batch of idle clean-up.
+    pub fn idle(&self, removed: RowsRemoved) {
+        self.with(|s| {
+            s.partitions += removed.first.max(0) as u64;
+            s.cursors += removed.second.max(0) as u64;
+        });
+    }
+
+    /// Records a finished run.
+    pub fn ran(&self, at_unix_ms: i64, took: Duration) {
+        self.with(|s| {
+            s.runs += 1;
+            s.last_run_unix_ms = Some(at_unix_ms);
+            s.last_duration_ms = took.as_millis() as u64;
+        });
+    }
+
+    /// Records a turn left to the node holding the lease.
+    pub fn skipped(&self) {
+        self.with(|s| s.skipped += 1);
+    }
+
+    /// Records a run that failed (logged where it failed).
+    pub fn failed(&self) {
+        self.with(|s| s.errors += 1);
+    }
+
+    /// The counters as the `retention` section of `/metrics`.
+    pub fn to_json(&self) -> Value {
+        self.with(|s| {
+            let mut queues: Vec<Value> = s
+                .queues
+                .iter()
+                .map(|((tenant, queue), (segments, bytes))| {
+                    json!({"tenant": tenant, "queue": queue, "segmentsRemoved": segments, "bytesRemoved": bytes})
+                })
+                .collect();
+            queues.sort_by(|a, b| a["queue"].as_str().cmp(&b["queue"].as_str()));
+            json!({
+                "runs": s.runs,
+                "skipped": s.skipped,
+                "errors": s.errors,
+                "lastRunAt": s.last_run_unix_ms.map(|ms| ms as f64 / 1000.0),
+                "lastDurationMs": s.last_duration_ms,
+                "lastDurationSeconds": s.last_duration_ms as f64 / 1000.0,
+                "removed": {
+                    "segments": s.segments,
+                    "bytes": s.bytes,
+                    "dedupRows": s.dedup_rows,
+                    "deadLetters": s.dead_letters,
+                    "traces": s.traces,
+                    "partitions": s.partitions,
+                    "cursors": s.cursors,
+                },
+                "queues": queues,
+            })
+        })
+    }
+}
