@@ -49,12 +49,13 @@ pub struct Broker {
 }
 
 impl Broker {
-    /// A limiter permit for database work, within the pool timeout (else "pool exhausted").
+    /// A limiter permit for database work, within the pool timeout (else "pool exhausted",
+    /// or "unavailable" while the database refuses connections).
     pub async fn permit(&self) -> Result<Permit, DbError> {
         self.limiter
             .acquire(self.config.database.pool_timeout)
             .await
-            .ok_or(DbError::PoolExhausted)
+            .ok_or_else(|| self.db.exhausted())
     }
 
     /// True once the broker has begun to stop.

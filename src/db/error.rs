@@ -11,6 +11,10 @@ pub enum DbError {
     /// A new connection could not be opened.
     #[error("could not connect to the database")]
     Connect(#[source] tokio_postgres::Error),
+    /// No connection became free within the pool timeout while the database refused new
+    /// connections: an outage (a restart, a failover), not a busy pool.
+    #[error("database unavailable")]
+    Unavailable,
     /// The server cancelled a statement that ran past the statement timeout.
     #[error("statement timed out in {op}")]
     StatementTimeout {
@@ -62,11 +66,15 @@ impl DbError {
         )
     }
 
-    /// True when the connection itself is lost or unusable (as opposed to a bad statement).
+    /// True when the connection itself is lost or unusable (as opposed to a bad statement):
+    /// a closed socket, an I/O failure, or the server ending the session (SQLSTATE class 08,
+    /// or 57P01-57P03: an administrator or crash shutdown, a server still starting).
     pub fn is_connection_problem(&self) -> bool {
         match self {
-            DbError::PoolExhausted | DbError::Connect(_) => true,
-            DbError::Query { source, .. } => source.is_closed() || source.code().is_none(),
+            DbError::PoolExhausted | DbError::Connect(_) | DbError::Unavailable => true,
+            DbError::Query { source, .. } => {
+                source.is_closed() || source.code().map_or(true, server_ended_session)
+            }
             DbError::StatementTimeout { .. }
             | DbError::Schema { .. }
             | DbError::SchemaLockTimeout => false,
@@ -85,7 +93,15 @@ impl DbError {
             }
             DbError::Schema { .. } | DbError::SchemaLockTimeout => None,
             DbError::Connect(source) => source.code(),
-            DbError::PoolExhausted => None,
+            DbError::PoolExhausted | DbError::Unavailable => None,
         }
     }
+}
+
+/// SQLSTATEs with which the server ends a session rather than refusing a statement.
+fn server_ended_session(state: &SqlState) -> bool {
+    state.code().starts_with("08")
+        || *state == SqlState::ADMIN_SHUTDOWN
+        || *state == SqlState::CRASH_SHUTDOWN
+        || *state == SqlState::CANNOT_CONNECT_NOW
 }

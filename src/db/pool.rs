@@ -6,7 +6,7 @@
 //! connection also caches its prepared statements so the hot path pays one round trip.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +75,9 @@ pub struct PoolStats {
     pub background_checkouts: AtomicU64,
     /// Connections dropped instead of reused (statement timeout, lost connection).
     pub quarantined: AtomicU64,
+    /// True while the latest attempt to open a connection failed: a pool that runs dry
+    /// then is a database outage (503, retried by clients), not load (500 "pool").
+    pub unreachable: AtomicBool,
 }
 
 impl bb8::ManageConnection for Manager {
@@ -82,7 +85,11 @@ impl bb8::ManageConnection for Manager {
     type Error = tokio_postgres::Error;
 
     async fn connect(&self) -> Result<PgConn, tokio_postgres::Error> {
-        let (client, connection) = self.config.connect(self.tls.clone()).await?;
+        let opened = self.config.connect(self.tls.clone()).await;
+        self.stats
+            .unreachable
+            .store(opened.is_err(), Ordering::Relaxed);
+        let (client, connection) = opened?;
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 warn!(error = %error, "database connection closed");
@@ -113,6 +120,7 @@ impl bb8::ManageConnection for Manager {
 pub struct Db {
     pool: bb8::Pool<Manager>,
     stats: Arc<PoolStats>,
+    checkout_timeout: Duration,
 }
 
 /// A connection checked out of the pool; returned when dropped.
@@ -144,7 +152,11 @@ impl Db {
             })
             .await
             .map_err(DbError::Connect)?;
-        let db = Db { pool, stats };
+        let db = Db {
+            pool,
+            stats,
+            checkout_timeout,
+        };
         drop(db.conn().await?);
         Ok(db)
     }
@@ -163,16 +175,38 @@ impl Db {
         self.get().await
     }
 
+    /// A live connection. One whose server went away while it sat idle (a database
+    /// restart closes every session) is dropped here and the next one taken, so the
+    /// request does not fail on it; the check reads the client's state, no round trip.
     async fn get(&self) -> Result<Conn<'_>, DbError> {
         let started = std::time::Instant::now();
-        let conn = self.pool.get().await;
+        let conn = loop {
+            match self.pool.get().await {
+                Ok(mut conn) if conn.client.is_closed() => {
+                    conn.quarantined = true;
+                    if started.elapsed() >= self.checkout_timeout {
+                        break Err(self.exhausted());
+                    }
+                }
+                Ok(conn) => break Ok(conn),
+                Err(bb8::RunError::TimedOut) => break Err(self.exhausted()),
+                Err(bb8::RunError::User(e)) => break Err(DbError::Connect(e)),
+            }
+        };
         crate::metrics::latency::latency()
             .pool_wait
             .observe(started.elapsed().as_secs_f64());
-        conn.map_err(|e| match e {
-            bb8::RunError::TimedOut => DbError::PoolExhausted,
-            bb8::RunError::User(e) => DbError::Connect(e),
-        })
+        conn
+    }
+
+    /// The error for "no connection in time": an outage while connections cannot be
+    /// opened, a busy pool otherwise.
+    pub fn exhausted(&self) -> DbError {
+        if self.stats.unreachable.load(Ordering::Relaxed) {
+            DbError::Unavailable
+        } else {
+            DbError::PoolExhausted
+        }
     }
 
     /// The pool's counters.

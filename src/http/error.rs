@@ -1,8 +1,9 @@
 //! The one place that turns failures into status codes and bodies.
 //!
-//! Envelopes follow the wire contract: `{"error": "<text>"}`. A database outage says
-//! "connection" or "timeout" in its text, because the published clients retry on those
-//! words; the full cause chain is logged here and never sent to the client. A value
+//! Envelopes follow the wire contract: `{"error": "<text>"}`. A database outage (a lost or
+//! refused connection, the server shutting down or starting) is a 503 whose text says
+//! "connection", because the published clients retry 5xx and their consume loop keeps
+//! polling on that word; the full cause chain is logged here and never sent to the client. A value
 //! PostgreSQL refuses as data (SQLSTATE class 22) is the client's mistake: a 400.
 
 use actix_web::http::StatusCode;
@@ -103,6 +104,7 @@ impl ResponseError for ApiError {
             ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
+            ApiError::Db(db) if is_outage(db) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Db(_) | ApiError::Misconfigured(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -140,6 +142,11 @@ impl ResponseError for ApiError {
                 } else {
                     error!(error = ?db, "request failed");
                 }
+                if is_outage(db) {
+                    return HttpResponse::ServiceUnavailable()
+                        .insert_header((actix_web::http::header::RETRY_AFTER, "1"))
+                        .json(json!({ "error": text }));
+                }
                 json!({ "error": text })
             }
             ApiError::Misconfigured(text) => {
@@ -153,6 +160,13 @@ impl ResponseError for ApiError {
         };
         HttpResponse::build(self.status_code()).json(body)
     }
+}
+
+/// A failure of the database's availability rather than of the request or of load: the
+/// connection was lost or refused. An exhausted pool stays a 500 `pool` (the seed's
+/// answer for load).
+fn is_outage(db: &DbError) -> bool {
+    !matches!(db, DbError::PoolExhausted) && db.is_connection_problem()
 }
 
 /// PostgreSQL's text when it refused a value a request carried: SQLSTATE class 22 (data

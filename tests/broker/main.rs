@@ -47,6 +47,7 @@ mod pop_leases;
 mod pop_routes;
 mod pop_single_claim;
 mod pop_subscriptions;
+mod postgres_restart;
 mod postgres_tls;
 mod push;
 mod push_combining;
