@@ -70,6 +70,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("042_status.sql"),
     sql_file!("043_traces.sql"),
     sql_file!("044_retention.sql"),
+    sql_file!("049_retention_cursor_lock.sql"),
 ];
 
 /// Where refinery records applied migrations.

@@ -228,3 +228,76 @@ async fn one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn_passes_on(
         "the stopped holder's turn did not pass on"
     );
 }
+
+/// Segments of partition `p` of queue `q` still stored.
+async fn segments_of(sql: &tokio_postgres::Client, queue: &str) -> i64 {
+    sql.query_one(
+        "SELECT count(*) FROM queen.log_segments s \
+         JOIN queen.log_partitions p ON p.id = s.partition_id \
+         JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1",
+        &[&queue],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// A group that starts its cursor on a partition while the sweeper runs (its first claim,
+/// not yet committed) keeps completed retention off that partition: the sweeper does not
+/// delete what that group is about to lease, and once the cursor is committed at the
+/// start, nothing it has not consumed goes either.
+#[actix_rt::test]
+async fn a_cursor_starting_during_a_sweep_keeps_completed_retention_off_its_partition() {
+    // Arrange: queue mode consumed everything more than the completed retention ago; the
+    // broker's own sweeper stays idle so the test calls the batch itself.
+    let b = TestBroker::start_with(&[("QUEEN_RETENTION_INTERVAL_MS", "3600000")]).await;
+    configure(&b, "rc-race", json!({"completedRetentionSeconds": 1})).await;
+    for round in 0..3 {
+        b.push("rc-race", "p", &[json!(round)]).await;
+    }
+    let popped = b.pop_messages("/api/v1/pop/queue/rc-race?batch=10").await;
+    assert_eq!(popped.len(), 3);
+    b.ack_all(&popped, "completed", None).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let starter = b.sql().await;
+    let sweeper = b.sql().await;
+    let stored = segments_of(&sweeper, "rc-race").await;
+    assert!(stored >= 1, "nothing was stored");
+
+    // Act: a new group's first cursor on the partition, in a transaction still open while a
+    // sweep batch runs.
+    starter.batch_execute("BEGIN").await.unwrap();
+    starter
+        .execute(
+            "INSERT INTO queen.consumer_groups_metadata (consumer_group, queue_id) \
+             SELECT 'late', q.id FROM queen.queues q WHERE q.name = 'rc-race'",
+            &[],
+        )
+        .await
+        .unwrap();
+    starter
+        .execute(
+            "INSERT INTO queen.log_consumers (partition_id, consumer_group, committed) \
+             SELECT p.id, 'late', -1 FROM queen.log_partitions p \
+             JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rc-race'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let sweep = "SELECT coalesce(sum(segments), 0)::bigint \
+                 FROM queen.retention_segments_v1(NULL, 100, 0, 0)";
+    let during: i64 = sweeper.query_one(sweep, &[]).await.unwrap().get(0);
+    starter.batch_execute("COMMIT").await.unwrap();
+    let after: i64 = sweeper.query_one(sweep, &[]).await.unwrap().get(0);
+
+    // Assert
+    assert_eq!(
+        during, 0,
+        "the sweep deleted segments under a starting cursor"
+    );
+    assert_eq!(
+        after, 0,
+        "the sweep deleted segments the new group has not consumed"
+    );
+    assert_eq!(segments_of(&sweeper, "rc-race").await, stored);
+}
