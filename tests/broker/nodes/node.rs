@@ -22,11 +22,14 @@ pub struct Node {
     pub http: reqwest::Client,
 }
 
-/// A client for one node.
+/// A client for one node. Idle connections are dropped well before the broker's 5 s
+/// keep-alive closes them, so a request never goes out on a connection the server is
+/// closing at that moment (the request would fail with a transport error).
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(32)
+        .pool_idle_timeout(Duration::from_secs(2))
         .build()
         .expect("http client")
 }

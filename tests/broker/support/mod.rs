@@ -72,6 +72,8 @@ impl TestBroker {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(120))
                 .pool_max_idle_per_host(64)
+                // Below the broker's 5 s keep-alive: never reuse a connection it is closing.
+                .pool_idle_timeout(Duration::from_secs(2))
                 .build()
                 .expect("http client"),
             pg,
@@ -91,6 +93,7 @@ impl TestBroker {
         self.http = reqwest::Client::builder()
             .timeout(Duration::from_secs(120))
             .pool_max_idle_per_host(64)
+            .pool_idle_timeout(Duration::from_secs(2))
             .default_headers(headers)
             .build()
             .expect("http client");
@@ -247,7 +250,7 @@ pub async fn ack_batch(
         .json(&json!({ "acknowledgments": acks, "consumerGroup": group }))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("ack on {base}: {e}"));
+        .unwrap_or_else(|e| panic!("ack on {base}: {e:?}"));
     let (code, body) = read(response).await;
     assert_eq!(
         code,
