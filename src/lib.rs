@@ -45,7 +45,9 @@
 //! partitions and namespace/task pops have procedures of their own). All of them funnel
 //! into `queen.log_pop_v1`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
 //! forward scan, then auto-ack or lease. Verdicts go back to the actor (leased and held
-//! partitions onto its wheel). The handler decompresses the returned segments and slices
+//! partitions onto its wheel). What a plan lends (candidates, the one reseed in flight)
+//! travels inside the actor's reply and gives itself back when dropped, so a client that
+//! leaves at any moment leaves the actor's accounting whole. The handler decompresses the returned segments and slices
 //! their frames into the JSON answer (with `frames=true`, `http::binary` ships the stored
 //! segments whole as the `QPF1` answer instead). Pushes, ack-promotes and the wheel open
 //! the gate; the seed's bounded backoff is the floor under lost wakes.

@@ -4,10 +4,14 @@
 //!
 //! Every handler here is synchronous and touches only in-memory state: database work is
 //! done by the pop that received the plan, outside the actor, so the actor never waits and
-//! its state never changes under an await. The messages live in [`messages`].
+//! its state never changes under an await. The messages live in [`messages`]; what a plan
+//! lends a pop (partitions, a reseed) lives in [`handover`] and gives itself back when
+//! dropped, so a pop that goes away at any moment leaves nothing outstanding.
 
+mod handover;
 mod messages;
 
+pub use handover::{Loan, ReseedTicket};
 pub use messages::*;
 
 use std::collections::HashMap;
@@ -147,7 +151,7 @@ impl Actor for GroupActor {
 impl Handler<PlanPop> for GroupActor {
     type Result = MessageResult<PlanPop>;
 
-    fn handle(&mut self, msg: PlanPop, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: PlanPop, ctx: &mut Self::Context) -> Self::Result {
         self.last_used = Instant::now();
         if !self.hotlist {
             return MessageResult(PopPlan::Legacy {
@@ -161,8 +165,10 @@ impl Handler<PlanPop> for GroupActor {
             || (now >= self.next_reseed && self.ring.is_empty())
             || now >= self.next_reseed + 2 * self.reseed_every;
         if reseed_due && !self.reseeding {
+            // The ticket travels in the reply: whoever drops it unfinished (the pop, or
+            // the reply itself when the pop is gone) clears `reseeding` again.
             self.reseeding = true;
-            return MessageResult(PopPlan::Reseed);
+            return MessageResult(PopPlan::Reseed(ReseedTicket::new(ctx.address())));
         }
         if self.deferral.is_some() && !self.registered {
             return MessageResult(PopPlan::Wildcard);
@@ -181,7 +187,7 @@ impl Handler<PlanPop> for GroupActor {
             .fold(0i64, i64::saturating_add);
         let deferral = self.deferral.unwrap_or_default();
         MessageResult(PopPlan::Candidates {
-            partitions,
+            loan: Loan::new(ctx.address(), partitions),
             skip_window: self.deferral.is_some(),
             min_wait: deferral.min_wait,
             pending_estimate,
@@ -334,6 +340,10 @@ impl Handler<Stats> for GroupActor {
             wheel: self.wheel.len(),
             lent: self.lent,
             parked: self.gate.waiting(),
+            reseeding: self.reseeding,
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

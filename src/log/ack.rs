@@ -36,7 +36,7 @@ pub struct Ack {
 
 /// Applies `acks` for `group` and answers one verdict per ack, in order. A partition whose
 /// lease this released while it still holds messages goes back to the group's ring at once
-/// (an ack-promote), waking parked pops.
+/// (an ack-promote), on this node and, through the mesh, on its peers, waking parked pops.
 #[instrument(skip_all, fields(consumer_group = group.as_str(), batch_size = acks.len()))]
 pub async fn ack(
     broker: &Broker,
@@ -180,11 +180,12 @@ fn promote(
         queue,
         group: group.clone(),
     };
-    broker.registry.ack_released(
-        &key,
-        PartitionRef {
-            id: partition_id,
-            name: partition.as_str().into(),
-        },
-    );
+    let partition = PartitionRef {
+        id: partition_id,
+        name: partition.as_str().into(),
+    };
+    // The pop may have been served by a peer, whose actor holds the partition on its wheel
+    // until the old lease's expiry: tell the peers too.
+    broker.mesh.ack_released(&key, &partition);
+    broker.registry.ack_released(&key, partition);
 }

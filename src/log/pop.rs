@@ -277,24 +277,23 @@ async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery
                 }
                 None
             }
-            PopPlan::Reseed => {
-                hotlist::reseed(pop, &key).await?;
+            PopPlan::Reseed(ticket) => {
+                hotlist::reseed(pop, &key, ticket).await?;
                 continue;
             }
             PopPlan::Candidates {
-                partitions,
+                loan,
                 skip_window,
                 min_wait,
                 pending_estimate,
             } => {
-                let lent = hotlist::Lent::new(pop.broker.registry.group(&key), partitions);
                 if MIN_POP_WAIT_IN_USE.load(Ordering::Relaxed) && !min_wait.is_zero() {
                     let until = *hold_until.get_or_insert_with(|| {
                         Metrics::bump(&pop.broker.metrics.min_wait_holds);
                         (Instant::now() + min_wait).min(pop.deadline)
                     });
                     if pending_estimate < i64::from(pop.req.batch) && Instant::now() < until {
-                        drop(lent); // back to the ring; wait for more pushes or the window
+                        drop(loan); // back to the ring; wait for more pushes or the window
                         let gate = pop.broker.registry.group(&key).send(Park).await.ok();
                         let left = until.saturating_duration_since(Instant::now());
                         if let Some(gate) = gate {
@@ -303,7 +302,7 @@ async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery
                         continue;
                     }
                 }
-                let slices = hotlist::claim_candidates(pop, queue, lent, skip_window).await?;
+                let slices = hotlist::claim_candidates(pop, queue, loan, skip_window).await?;
                 if let Some(d) = pop.delivery(slices) {
                     Metrics::bump(&pop.broker.metrics.pops_from_ring);
                     return Ok(Some(d));

@@ -1,5 +1,6 @@
 //! What a hint from a peer does to this node: a push hint wakes the queue's local group
-//! actors (ring append, gate open) exactly as a local push would, a config change makes
+//! actors (ring append, gate open) exactly as a local push would, a release hint puts the
+//! partition back on its group's ring as a local ack-promote would, a config change makes
 //! them (and the encrypted-queue cache) drop cached options, a maintenance change flips the switch at once instead of at
 //! the next database refresh.
 
@@ -11,8 +12,9 @@ use tracing::debug;
 use super::message::MeshMessage;
 use crate::actors::ring::PartitionRef;
 use crate::actors::wake_gate::WakeSource;
+use crate::actors::GroupKey;
 use crate::broker::Broker;
-use crate::domain::{PartitionName, QueueName, Tenant};
+use crate::domain::{ConsumerGroup, PartitionName, QueueName, Tenant};
 
 /// Where the mesh listener hands the hints it accepted.
 pub trait Inbox: Send + Sync {
@@ -46,6 +48,27 @@ impl Inbox for BrokerInbox {
                     },
                     hint.messages,
                     WakeSource::Peer,
+                );
+            }
+            MeshMessage::AckReleased(hint) => {
+                let (Ok(queue), Ok(group), Ok(partition)) = (
+                    QueueName::parse(hint.queue),
+                    ConsumerGroup::parse(Some(&hint.consumer_group)),
+                    PartitionName::parse(hint.partition),
+                ) else {
+                    return false;
+                };
+                let key = GroupKey {
+                    tenant: Tenant::from_stored(hint.tenant),
+                    queue,
+                    group,
+                };
+                broker.registry.ack_released(
+                    &key,
+                    PartitionRef {
+                        id: hint.partition_id,
+                        name: partition.as_str().into(),
+                    },
                 );
             }
             MeshMessage::ConfigChanged { tenant, queue } => {

@@ -217,6 +217,7 @@ async fn receive(
             Ok(MeshMessage::Ping) => {}
             Ok(
                 message @ (MeshMessage::PushLanded(_)
+                | MeshMessage::AckReleased(_)
                 | MeshMessage::ConfigChanged { .. }
                 | MeshMessage::MaintenanceChanged { .. }),
             ) => {

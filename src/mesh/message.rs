@@ -58,6 +58,14 @@ pub enum MeshMessage {
     },
     /// Liveness: sent when a connection has been quiet for a while.
     Ping,
+    /// An ack released a group's lease on a partition that still holds messages: put it
+    /// back on that group's ring now instead of at the old lease's expiry.
+    ///
+    /// Variants are encoded by name, so a node that predates this one fails to decode
+    /// it, drops the frame, counts it in `framesDropped` and keeps the connection: an
+    /// older peer only misses the hint (its ring finds the partition when the lease
+    /// expires, as before). New kinds are added the same way.
+    AckReleased(ReleaseHint),
 }
 
 /// A push hint: (tenant, queue, partition) and how far the partition's log now reaches.
@@ -75,6 +83,21 @@ pub struct PushHint {
     pub last_offset: i64,
     /// How many messages the push appended to this partition.
     pub messages: u32,
+}
+
+/// A release hint: the group whose lease an ack released, and the partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseHint {
+    /// The queue's tenant.
+    pub tenant: String,
+    /// The queue.
+    pub queue: String,
+    /// The consumer group (`__QUEUE_MODE__` for queue mode).
+    pub consumer_group: String,
+    /// `log_partitions.id`.
+    pub partition_id: i64,
+    /// The partition's name.
+    pub partition: String,
 }
 
 #[cfg(test)]
@@ -111,11 +134,33 @@ mod tests {
             MeshMessage::Welcome,
             MeshMessage::MaintenanceChanged { pop: true },
             MeshMessage::Ping,
+            MeshMessage::AckReleased(ReleaseHint {
+                tenant: String::new(),
+                queue: "orders".into(),
+                consumer_group: "__QUEUE_MODE__".into(),
+                partition_id: 42,
+                partition: "Default".into(),
+            }),
         ];
         for message in messages {
             let bytes = rmp_serde::to_vec(&message).unwrap();
             let back: MeshMessage = rmp_serde::from_slice(&bytes).unwrap();
             assert_eq!(back, message);
         }
+    }
+
+    /// What an older node sees when a newer one sends a kind it does not know: a decode
+    /// error (the listener drops and counts the frame), never a panic or a wrong message.
+    #[test]
+    fn a_kind_this_node_does_not_know_is_a_decode_error() {
+        #[derive(Serialize)]
+        enum Newer {
+            FromTheFuture { what: String },
+        }
+        let bytes = rmp_serde::to_vec(&Newer::FromTheFuture {
+            what: "later".into(),
+        })
+        .unwrap();
+        assert!(rmp_serde::from_slice::<MeshMessage>(&bytes).is_err());
     }
 }

@@ -1,5 +1,5 @@
-//! The peer mesh: broker nodes telling each other about pushes, queue-config changes and
-//! maintenance switches, so a consumer parked on one node wakes when a push lands on
+//! The peer mesh: broker nodes telling each other about pushes, ack releases, queue-config
+//! changes and maintenance switches, so a consumer parked on one node wakes when a push lands on
 //! another, before any PostgreSQL claim.
 //!
 //! The mesh only carries hints. PostgreSQL stays the source of truth: a lost, late or
@@ -36,9 +36,10 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::actors::ring::PartitionRef;
+use crate::actors::GroupKey;
 use crate::config::MeshConfig;
 use crate::domain::{QueueName, Tenant};
-use message::{MeshMessage, PushHint};
+use message::{MeshMessage, PushHint, ReleaseHint};
 use peer::PeerHandle;
 
 pub use inbox::Inbox;
@@ -119,6 +120,18 @@ impl Mesh {
             partition: partition.name.to_string(),
             last_offset,
             messages,
+        }));
+    }
+
+    /// Tells every peer that an ack released a group's lease on a partition that still
+    /// holds messages, so their actors of that group put it back on the ring now.
+    pub fn ack_released(&self, key: &GroupKey, partition: &PartitionRef) {
+        self.broadcast(&MeshMessage::AckReleased(ReleaseHint {
+            tenant: key.tenant.as_str().to_owned(),
+            queue: key.queue.as_str().to_owned(),
+            consumer_group: key.group.as_str().to_owned(),
+            partition_id: partition.id,
+            partition: partition.name.to_string(),
         }));
     }
 

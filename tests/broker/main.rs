@@ -28,6 +28,7 @@ mod encryption;
 mod failures;
 mod harness;
 mod helm_chart;
+mod hotlist_dropped_plans;
 mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;

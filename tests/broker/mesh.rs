@@ -301,8 +301,8 @@ async fn peers_with_the_wrong_secret_or_another_cluster_name_are_refused() {
 }
 
 /// Junk on the mesh port (random bytes, a lying length, a junk frame after a valid
-/// handshake, a hint naming an impossible queue) is dropped and counted; the broker keeps
-/// serving and its peer's hints still wake it.
+/// handshake, a hint naming an impossible queue, a message kind from a newer node) is
+/// dropped and counted; the broker keeps serving and its peer's hints still wake it.
 #[actix_rt::test]
 async fn junk_on_the_mesh_port_is_dropped_and_counted_and_the_pair_keeps_working() {
     let _quiet = TIMING.lock().await;
@@ -338,14 +338,20 @@ async fn junk_on_the_mesh_port_is_dropped_and_counted_and_the_pair_keeps_working
         })))
         .await
         .expect("bad hint");
+    impostor
+        .send(bytes::Bytes::from(
+            rmp_serde::to_vec(&FromANewerNode::SomethingNew { what: 7 }).expect("encode"),
+        ))
+        .await
+        .expect("unknown kind");
 
     // Assert: every junk counted (the connect-and-close is not junk, the ping is fine).
     let counted = eventually(Duration::from_secs(10), || async {
         let dropped = counter(&b, "/mesh/framesDropped").await - dropped_before;
-        (dropped >= 5).then_some(dropped)
+        (dropped >= 6).then_some(dropped)
     })
     .await;
-    assert_eq!(counted, Some(5), "junk frames dropped");
+    assert_eq!(counted, Some(6), "junk frames dropped");
     assert!(connected(&b, 1).await);
     let pop = spawn_get(
         &b,
@@ -362,6 +368,13 @@ async fn junk_on_the_mesh_port_is_dropped_and_counted_and_the_pair_keeps_working
     drop(impostor);
     a.stop().await;
     b.stop().await;
+}
+
+/// A message kind this node's [`MeshMessage`] does not have, encoded as kinds are (by
+/// name), as a newer node would send it.
+#[derive(serde::Serialize)]
+enum FromANewerNode {
+    SomethingNew { what: u32 },
 }
 
 /// Writes raw bytes to a mesh port after reading its challenge, then hangs up.

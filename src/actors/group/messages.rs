@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::handover::{Loan, ReseedTicket};
 use crate::actors::ring::PartitionRef;
 use crate::actors::wake_gate::WakeSource;
 
@@ -32,12 +33,13 @@ pub enum PopPlan {
     },
     /// The group has not met the queue: use the SQL wildcard pop (it carries the bulk seed).
     Wildcard,
-    /// Refresh the ring and the queue's deferral settings from SQL, then ask again.
-    Reseed,
-    /// Claim from these partitions; every one must be checked back in.
+    /// Refresh the ring and the queue's deferral settings from SQL, then ask again; the
+    /// ticket carries the result back (or, dropped, says the reseed did not happen).
+    Reseed(ReseedTicket),
+    /// Claim from these partitions and check the loan back in with SQL's verdicts.
     Candidates {
-        /// The lent partitions, in order.
-        partitions: Vec<PartitionRef>,
+        /// The lent partitions, in order; dropped unsettled, they go back to the ring.
+        loan: Loan,
         /// The wheel is the authority on windowBuffer (the settings are fresh).
         skip_window: bool,
         /// The queue's minimum pop wait (zero: off).
@@ -77,6 +79,7 @@ pub enum Verdict {
 }
 
 /// Returns lent candidates with their verdicts (or unused, when the pop ended early).
+/// Sent only by a [`Loan`].
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct CheckIn {
@@ -97,7 +100,8 @@ pub struct Deferral {
     pub min_wait: Duration,
 }
 
-/// The result of a reseed (`None` when it failed: the next pop tries again).
+/// The result of a reseed (`None` when it failed: the next pop tries again). Sent only by
+/// a [`ReseedTicket`].
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Reseeded(pub Option<ReseedResult>);
@@ -173,6 +177,8 @@ pub struct GroupStats {
     pub lent: usize,
     /// Pops parked on the gate.
     pub parked: usize,
+    /// A reseed is planned and its result not yet back.
+    pub reseeding: bool,
 }
 
 /// Parks a pop on the wake gate (routes that do not plan through the ring).

@@ -1,17 +1,14 @@
 //! The database side of the group actor's plans: reseeding the ring, claiming lent
-//! candidates (and checking each one back in, even when the client goes away), and the
-//! legacy SQL path.
+//! candidates (checking each one back in with SQL's verdict), and the legacy SQL path.
+//! The plan's [`Loan`] and [`ReseedTicket`] give themselves back if this work fails or is
+//! dropped, so nothing here needs a guard of its own.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use actix::Addr;
 use chrono::{DateTime, Utc};
 
 use super::{Delivery, Pop};
-use crate::actors::group::{
-    CheckIn, Deferral, GroupActor, PendingRef, ReseedResult, Reseeded, Verdict,
-};
+use crate::actors::group::{Deferral, Loan, PendingRef, ReseedResult, ReseedTicket, Verdict};
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::MIN_POP_WAIT_IN_USE;
@@ -26,67 +23,16 @@ use crate::metrics::Metrics;
 /// Most partitions one reseed puts in the ring.
 const RESEED_LIMIT: i32 = 4096;
 
-/// Candidates lent by the actor. Dropping this without [`Lent::check_in`] (an error, or the
-/// client disconnecting mid-pop) hands them back unused, so no partition leaves the ring.
-pub(super) struct Lent {
-    actor: Addr<GroupActor>,
-    partitions: Vec<PartitionRef>,
-    settled: bool,
-}
-
-impl Lent {
-    pub(super) fn new(actor: Addr<GroupActor>, partitions: Vec<PartitionRef>) -> Self {
-        Lent {
-            actor,
-            partitions,
-            settled: false,
-        }
-    }
-
-    fn check_in(mut self, verdicts: Vec<CandidateVerdict>) {
-        let by_id: HashMap<i64, &PartitionRef> =
-            self.partitions.iter().map(|p| (p.id, p)).collect();
-        let mut returned = Vec::with_capacity(verdicts.len());
-        for v in &verdicts {
-            if let Some(p) = by_id.get(&v.partition_id) {
-                returned.push(((*p).clone(), verdict(v)));
-            }
-        }
-        let unused = self
-            .partitions
-            .iter()
-            .filter(|p| !verdicts.iter().any(|v| v.partition_id == p.id))
-            .cloned()
-            .collect();
-        self.actor.do_send(CheckIn {
-            verdicts: returned,
-            unused,
-        });
-        self.settled = true;
-    }
-}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        if !self.settled {
-            self.actor.do_send(CheckIn {
-                verdicts: Vec::new(),
-                unused: std::mem::take(&mut self.partitions),
-            });
-        }
-    }
-}
-
 /// Claims from lent candidates and checks them back in: a one-partition pop first tries
 /// the single-statement claim on the first candidate (the common case), and otherwise, or
 /// when that does not apply, runs `log_pop_list_v1` over them all.
 pub(super) async fn claim_candidates(
     pop: &Pop<'_>,
     queue: &QueueName,
-    lent: Lent,
+    loan: Loan,
     skip_window: bool,
 ) -> Result<Vec<ClaimedSlice>, DbError> {
-    let ids: Vec<i64> = lent.partitions.iter().map(|p| p.id).collect();
+    let ids: Vec<i64> = loan.partitions().iter().map(|p| p.id).collect();
     let _permit = pop.broker.permit().await?;
     let mut conn = pop.broker.db.conn().await?;
     let params = pop.params();
@@ -95,14 +41,13 @@ pub(super) async fn claim_candidates(
         if let Some(claim) =
             try_single_claim(&mut conn, queue.as_str(), &params, first, skip_window).await?
         {
-            lent.check_in(single_claim_verdicts(&ids, &claim));
+            loan.check_in(verdicts(&single_claim_verdicts(&ids, &claim)));
             return Ok(claim.slices);
         }
     }
     Metrics::bump(&pop.broker.metrics.sql_list);
-    let (slices, verdicts) =
-        claim_list(&mut conn, queue.as_str(), &params, &ids, skip_window).await?;
-    lent.check_in(verdicts);
+    let (slices, found) = claim_list(&mut conn, queue.as_str(), &params, &ids, skip_window).await?;
+    loan.check_in(verdicts(&found));
     Ok(slices)
 }
 
@@ -131,18 +76,13 @@ fn single_claim_verdicts(ids: &[i64], claim: &SingleClaim) -> Vec<CandidateVerdi
         .collect()
 }
 
-/// Refreshes the actor's ring and deferral settings from SQL.
-pub(super) async fn reseed(pop: &Pop<'_>, key: &GroupKey) -> Result<(), DbError> {
-    struct Pending(Option<Addr<GroupActor>>);
-    impl Drop for Pending {
-        fn drop(&mut self) {
-            if let Some(actor) = self.0.take() {
-                actor.do_send(Reseeded(None));
-            }
-        }
-    }
-    let actor = pop.broker.registry.group(key);
-    let mut guard = Pending(Some(actor.clone()));
+/// Refreshes the actor's ring and deferral settings from SQL; the ticket carries the
+/// result back.
+pub(super) async fn reseed(
+    pop: &Pop<'_>,
+    key: &GroupKey,
+    ticket: ReseedTicket,
+) -> Result<(), DbError> {
     Metrics::bump(&pop.broker.metrics.sql_reseed);
     let found = {
         let _permit = pop.broker.permit().await?;
@@ -160,8 +100,7 @@ pub(super) async fn reseed(pop: &Pop<'_>, key: &GroupKey) -> Result<(), DbError>
         MIN_POP_WAIT_IN_USE.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let secs = |s: i32| Duration::from_secs(u64::try_from(s).unwrap_or(0));
-    guard.0 = None;
-    actor.do_send(Reseeded(Some(ReseedResult {
+    ticket.finish(ReseedResult {
         registered: found.registered,
         deferral: Deferral {
             window: secs(found.window_buffer),
@@ -180,7 +119,7 @@ pub(super) async fn reseed(pop: &Pop<'_>, key: &GroupKey) -> Result<(), DbError>
                 window_until: p.window_ends_at.map(instant),
             })
             .collect(),
-    })));
+    });
     Ok(())
 }
 
@@ -220,6 +159,11 @@ pub(super) async fn legacy(
         })
         .await?;
     Ok(pop.delivery(slices))
+}
+
+/// SQL's verdicts by partition id, as the actor reads them.
+fn verdicts(found: &[CandidateVerdict]) -> Vec<(i64, Verdict)> {
+    found.iter().map(|v| (v.partition_id, verdict(v))).collect()
 }
 
 fn verdict(v: &CandidateVerdict) -> Verdict {

@@ -1,9 +1,13 @@
 //! Acks on another node: a lease lives in PostgreSQL, not in the node that granted it, so any
-//! node can complete or fail a message popped through any other.
+//! node can complete or fail a message popped through any other, and the release reaches the
+//! node that served the pop through the mesh.
+
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::cluster::{Options, TestCluster};
+use super::{first_contact, wait_mesh_connected};
 
 /// Long-poll bound of the pops here: long enough to outlast the 1 s lease, so a lease that an
 /// ack failed to release would show up as a redelivery inside the same pop.
@@ -83,6 +87,57 @@ async fn an_ack_sent_to_another_node_than_the_one_that_served_the_pop_settles_th
             .await;
         assert!(left.is_empty(), "node {} still delivers {left:?}", node.id);
     }
+}
+
+/// A partition whose 60 s lease is released by an ack through node B goes back on node A's
+/// ring at once: the next pop on A gets the message behind it within seconds, where without
+/// the release hint A would look again only at the old lease's expiry (or its ten-minute
+/// reseed).
+#[actix_rt::test]
+async fn an_ack_through_another_node_puts_the_partition_back_on_the_popping_nodes_ring_at_once() {
+    // Arrange: a long lease, and no reseed: only the mesh can bring the partition back soon.
+    let cluster = TestCluster::start(
+        2,
+        Options::meshed().with("QUEEN_HOTLIST_RESEED_MS", "600000"),
+    )
+    .await;
+    wait_mesh_connected(&cluster).await;
+    let (a, b) = (cluster.node(0), cluster.node(1));
+    a.configure("xrelease", json!({ "leaseTime": 60 })).await;
+    first_contact(a, "xrelease").await;
+    a.push("xrelease", "Default", &[json!("m1"), json!("m2")])
+        .await;
+    let first = a.pop_messages("/api/v1/pop/queue/xrelease?batch=1").await;
+    assert_eq!(data(&first), vec![json!("m1")]);
+    let received_before = a.mesh_counter("hintsReceived").await;
+
+    // Act: complete m1 on B, then pop on A.
+    let acked = b.ack_all(&first, "completed").await;
+    let started = Instant::now();
+    let next = a
+        .pop_messages("/api/v1/pop/queue/xrelease?batch=1&wait=true&timeout=10000")
+        .await;
+    let took = started.elapsed();
+    eprintln!("m2 served on node a {took:?} after the ack on node b");
+
+    // Assert
+    assert_eq!(acked[0]["success"], true, "{acked:?}");
+    assert_eq!(
+        data(&next),
+        vec![json!("m2")],
+        "node a did not serve m2 within its 10 s long-poll after the ack on node b"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "m2 came {took:?} after the ack (the old lease had 60 s left)"
+    );
+    assert!(
+        a.mesh_counter("hintsReceived").await > received_before,
+        "node a received no hint: {}",
+        a.mesh().await
+    );
+    let done = a.ack_all(&next, "completed").await;
+    assert_eq!(done[0]["success"], true, "{done:?}");
 }
 
 /// The `data` values of popped messages.

@@ -123,7 +123,7 @@ pub async fn counter(b: &TestBroker, pointer: &str) -> i64 {
     count(&metrics(b).await, pointer)
 }
 
-/// A group actor's `{queue, consumerGroup, ring, wheel, lent, parked}` entry, if alive.
+/// A group actor's `{queue, consumerGroup, ring, wheel, lent, parked, reseeding}` entry, if alive.
 pub fn group_stats(m: &Value, queue: &str, group: &str) -> Option<Value> {
     m["groups"]
         .as_array()
