@@ -12,6 +12,7 @@ mod acks;
 mod drain;
 mod garbage;
 mod kill;
+mod kill_under_load;
 mod memory;
 mod races;
 mod wakes;

@@ -5,6 +5,7 @@
 
 pub mod drain;
 pub mod fixtures;
+pub mod load;
 pub mod postgres;
 pub mod qpb1;
 pub mod qpf1;
