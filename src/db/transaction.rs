@@ -49,13 +49,13 @@ impl<'c> DataTransaction<'c> {
         push::append_in(&self.tx, &self.push, append).await
     }
 
-    /// Reads one stored segment (see [`push::read_segment`]).
+    /// Reads the stored segment that holds `offset` (see [`push::read_segment`]).
     pub async fn read_segment(
         &self,
         partition_id: i64,
-        base_offset: i64,
-    ) -> Result<Option<(i16, Vec<u8>)>, DbError> {
-        push::read_segment(&self.tx, &self.segment, partition_id, base_offset).await
+        offset: i64,
+    ) -> Result<Option<push::StoredSegment>, DbError> {
+        push::read_segment(&self.tx, &self.segment, partition_id, offset).await
     }
 
     /// Acknowledges items of one (partition, group) under `lease` (empty: the live lease;

@@ -102,3 +102,53 @@ async fn concurrent_pushes_to_one_partition_share_commits_and_keep_dedup() {
     let want: HashSet<String> = (0..160).map(|n| format!("t{n}")).collect();
     assert_eq!(seen, want);
 }
+
+/// Two pushes combined into one append share one stored segment; re-sending the second
+/// (a client that gave up waiting) answers `duplicate` of its stored messages and stores
+/// nothing. The window held each request's run as its own segment, so its duplicate check
+/// once read the segment at the wrong base, found nothing, and stored the ids again.
+#[actix_rt::test]
+async fn a_push_combined_into_a_shared_segment_is_a_duplicate_when_sent_again() {
+    // Arrange: one writer and a 200 ms window, so both pushes land in one append.
+    let b = TestBroker::start_with(&[
+        ("QUEEN_PUSH_WRITERS", "1"),
+        ("QUEEN_PUSH_COMBINE_WINDOW_US", "200000"),
+    ])
+    .await;
+    let body = |first: i64| {
+        let items: Vec<Value> = (first..first + 5)
+            .map(|n| json!({"queue": "shared", "partition": "p", "transactionId": format!("t{n}"), "payload": n}))
+            .collect();
+        json!({ "items": items })
+    };
+    let (first, second) = (body(0), body(5));
+    let together = join_all([&first, &second].map(|b2| b.post("/api/v1/push", b2))).await;
+    for (status, answer) in &together {
+        assert_eq!(*status, StatusCode::CREATED, "{answer}");
+    }
+    let segments = crate::support::fixtures::sql_count(
+        &b,
+        "SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p \
+         ON p.id = s.partition_id WHERE p.name = 'p'",
+    )
+    .await;
+    assert_eq!(
+        segments, 1,
+        "the two pushes were not combined into one segment"
+    );
+
+    // Act
+    let (status, again) = b.post("/api/v1/push", &second).await;
+
+    // Assert
+    assert_eq!(status, StatusCode::CREATED, "{again}");
+    let statuses: Vec<&str> = again
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, vec!["duplicate"; 5], "{again}");
+    let messages = b.pop_messages("/api/v1/pop/queue/shared?batch=100").await;
+    assert_eq!(messages.len(), 10, "{messages:?}");
+}

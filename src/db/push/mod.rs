@@ -11,8 +11,8 @@ const LOG_PUSH: &str = "SELECT stale, partition_id, last_offset, window_seconds,
      seg_end, seg_age_ms, seg_hashes, seg_codec, seg_blob \
      FROM queen.log_push_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
-const SEGMENT_READ: &str = "SELECT codec, blob FROM queen.log_segments \
-     WHERE partition_id = $1 AND base_offset = $2";
+const SEGMENT_READ: &str = "SELECT codec, blob, base_offset, end_offset FROM queen.log_segments \
+     WHERE partition_id = $1 AND base_offset <= $2 ORDER BY base_offset DESC LIMIT 1";
 
 /// One segment of an append: its message count, codec byte and stored bytes.
 #[derive(Debug, Clone, Copy)]
@@ -201,16 +201,36 @@ async fn log_push_v2(
     })
 }
 
-/// The codec and bytes of the segment at `(partition_id, base_offset)`, if it still exists.
+/// A stored segment read back: its codec, bytes and offsets.
+#[derive(Debug)]
+pub struct StoredSegment {
+    /// Codec byte of `bytes`.
+    pub codec: i16,
+    /// The stored bytes.
+    pub bytes: Vec<u8>,
+    /// Its first offset.
+    pub base: i64,
+    /// Its last offset.
+    pub end: i64,
+}
+
+/// The segment of `partition_id` that holds `offset`, if it still exists.
 pub async fn read_segment(
     client: &impl GenericClient,
     statement: &Statement,
     partition_id: i64,
-    base_offset: i64,
-) -> Result<Option<(i16, Vec<u8>)>, DbError> {
+    offset: i64,
+) -> Result<Option<StoredSegment>, DbError> {
     let row = client
-        .query_opt(statement, &[&partition_id, &base_offset])
+        .query_opt(statement, &[&partition_id, &offset])
         .await
         .map_err(|e| DbError::query("segment_read", e))?;
-    Ok(row.map(|row| (row.get(0), row.get(1))))
+    Ok(row
+        .map(|row| StoredSegment {
+            codec: row.get(0),
+            bytes: row.get(1),
+            base: row.get(2),
+            end: row.get(3),
+        })
+        .filter(|segment| segment.end >= offset))
 }

@@ -271,41 +271,44 @@ async fn confirm_duplicates(
     hits: &[Option<Hit>],
     outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
-    let mut by_segment: BTreeMap<(i64, i64), Vec<(Ref, i64)>> = BTreeMap::new();
-    for (&r, hit) in pending.iter().zip(hits) {
-        if let Some(hit) = hit {
-            by_segment
-                .entry((hit.partition_id, hit.segment_base))
-                .or_default()
-                .push((r, hit.offset));
-        }
-    }
-    for ((partition_id, base), wanted) in by_segment {
-        let Some((codec, bytes)) = tx.read_segment(partition_id, base).await? else {
-            continue; // gone (the queue was deleted): not a duplicate any more
+    // Segments read so far: (partition, base, end, decompressed bytes).
+    let mut read: Vec<(i64, i64, i64, Vec<u8>)> = Vec::new();
+    for (&(j, i), hit) in pending.iter().zip(hits) {
+        let Some(hit) = hit else {
+            continue;
         };
-        let raw = open_blob(Codec::from_i16(codec)?, &bytes)?;
-        let frames = FrameIter::new(&raw)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(BlobError::from)?;
-        for ((j, i), offset) in wanted {
-            let Some(frame) = usize::try_from(offset - base)
-                .ok()
-                .and_then(|k| frames.get(k))
-            else {
-                continue;
-            };
-            if frame.transaction_id == req.txn((j, i)) {
-                outcomes[j][i] = Some(PushOutcome {
-                    status: PushStatus::Duplicate,
-                    transaction_id: req.txn((j, i)).to_owned(),
-                    message_id: frame.message_id,
-                    partition_id,
-                    offset,
-                    txn_hash: req.hash((j, i)),
-                    dedup_window_secs: 0,
-                });
+        let held = read.iter().position(|(pid, base, end, _)| {
+            *pid == hit.partition_id && *base <= hit.offset && hit.offset <= *end
+        });
+        let k = match held {
+            Some(k) => k,
+            None => {
+                let Some(segment) = tx.read_segment(hit.partition_id, hit.offset).await? else {
+                    continue; // gone (the queue was deleted): not a duplicate any more
+                };
+                let raw = open_blob(Codec::from_i16(segment.codec)?, &segment.bytes)?.into_owned();
+                read.push((hit.partition_id, segment.base, segment.end, raw));
+                read.len() - 1
             }
+        };
+        let (_, base, _, raw) = &read[k];
+        let Some(frame) = usize::try_from(hit.offset - base)
+            .ok()
+            .and_then(|n| FrameIter::new(raw).nth(n))
+        else {
+            continue;
+        };
+        let frame = frame.map_err(BlobError::from)?;
+        if frame.transaction_id == req.txn((j, i)) {
+            outcomes[j][i] = Some(PushOutcome {
+                status: PushStatus::Duplicate,
+                transaction_id: req.txn((j, i)).to_owned(),
+                message_id: frame.message_id,
+                partition_id: hit.partition_id,
+                offset: hit.offset,
+                txn_hash: req.hash((j, i)),
+                dedup_window_secs: 0,
+            });
         }
     }
     Ok(())

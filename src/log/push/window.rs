@@ -45,14 +45,15 @@ impl WindowKey {
 }
 
 /// A stored message whose transaction-id hash matches: a duplicate once its frame agrees.
+/// Only the offset is known: one append can store several requests' messages in one
+/// segment while each request's run enters the window as its own, so the window's runs
+/// are not the stored segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hit {
     /// The partition's id.
     pub partition_id: i64,
     /// The matching message's offset.
     pub offset: i64,
-    /// The base offset of the segment holding it.
-    pub segment_base: i64,
 }
 
 /// Segments learned from PostgreSQL: (base offset, age, hashes in offset order).
@@ -123,7 +124,6 @@ impl DedupWindows {
                 window.index.get(h).map(|&offset| Hit {
                     partition_id: window.partition_id,
                     offset,
-                    segment_base: window.base_of(offset),
                 })
             })
             .collect()
@@ -326,14 +326,6 @@ impl Window {
         }
         removed
     }
-
-    /// The base offset of the held segment that holds `offset`.
-    fn base_of(&self, offset: i64) -> i64 {
-        let i = self.segments.partition_point(|s| s.base <= offset);
-        self.segments
-            .get(i.wrapping_sub(1))
-            .map_or(offset, |s| s.base)
-    }
 }
 
 #[cfg(test)]
@@ -361,7 +353,6 @@ mod tests {
             Some(Hit {
                 partition_id: 7,
                 offset: 1,
-                segment_base: 0
             })
         );
         assert_eq!(hits[1], None);
@@ -396,10 +387,7 @@ mod tests {
             ),
             Some(5)
         );
-        assert_eq!(
-            w.find(&k, &[32])[0].map(|h| (h.offset, h.segment_base)),
-            Some((5, 3))
-        );
+        assert_eq!(w.find(&k, &[32])[0].map(|h| h.offset), Some(5));
         // An answer for another partition id (the queue was recreated) forgets it all.
         assert_eq!(w.learn(&k, Some(5), 8, 9, 60, vec![]), None);
         assert_eq!(w.known(&k), None);
