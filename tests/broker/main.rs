@@ -24,6 +24,7 @@ mod console;
 mod console_routes;
 mod dedup_window;
 mod docs;
+mod dropped_requests;
 mod encryption;
 mod failures;
 mod harness;

@@ -1,6 +1,7 @@
 //! Load for fault tests: producers and leased consumers that behave like the published
 //! clients (a failed push is re-sent unchanged, to the next node when there are several; a
-//! failed ack is retried, then left to its lease), and that record every answer that was
+//! failed ack is retried, then left to its lease), optionally impatient (they drop pushes
+//! and acks after a few milliseconds and re-send), and that record every answer that was
 //! not a success and every delivery, so a test can prove that nothing stored was lost and
 //! that every duplicate is one the lease model explains (a failed ack).
 
@@ -97,6 +98,9 @@ pub struct Load {
     pub stop_producers: Arc<AtomicBool>,
     /// Set to stop the consumers.
     pub stop_consumers: Arc<AtomicBool>,
+    /// Clients that give up on pushes and acks after a few milliseconds (then re-send,
+    /// each time waiting twice as long): requests dropped mid-way at random moments.
+    pub impatient: bool,
 }
 
 impl Load {
@@ -110,7 +114,50 @@ impl Load {
             failures: Arc::default(),
             stop_producers: Arc::default(),
             stop_consumers: Arc::default(),
+            impatient: false,
         }
+    }
+
+    /// The same load with impatient clients.
+    pub fn impatient(mut self) -> Self {
+        self.impatient = true;
+        self
+    }
+
+    /// Gives `request` the timeout of try `attempt` (0-based) when the clients are
+    /// impatient: 1-25 ms at first, doubling with each try.
+    fn patience(
+        &self,
+        request: reqwest::RequestBuilder,
+        attempt: u32,
+        dice: &mut Dice,
+    ) -> reqwest::RequestBuilder {
+        if !self.impatient {
+            return request;
+        }
+        let ms = (1 + dice.below(25)) << attempt.min(10);
+        request.timeout(Duration::from_millis(ms))
+    }
+}
+
+/// A small deterministic random source (an LCG), so impatient clients give up at varied
+/// moments without a dependency.
+struct Dice(u64);
+
+impl Dice {
+    fn new(seed: u64) -> Self {
+        Dice(
+            seed.wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407),
+        )
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
     }
 }
 
@@ -129,6 +176,7 @@ pub fn client() -> reqwest::Client {
 /// `duplicate` of an earlier try whose commit did happen.
 pub async fn produce(load: Load, producer: u64) -> Vec<u64> {
     let http = client();
+    let mut dice = Dice::new(producer);
     let mut node = producer as usize;
     let mut stored = Vec::new();
     let mut batch = 0u64;
@@ -146,16 +194,19 @@ pub async fn produce(load: Load, producer: u64) -> Vec<u64> {
             .collect();
         let body = json!({ "items": items });
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut attempt = 0;
         let answers = loop {
             let url = format!("{}/api/v1/push", load.nodes[node % load.nodes.len()]);
-            if let Some((_, answer)) =
-                send(&load.failures, "push", http.post(url).json(&body)).await
-            {
+            let request = load.patience(http.post(url).json(&body), attempt, &mut dice);
+            if let Some((_, answer)) = send(&load.failures, "push", request).await {
                 break answer;
             }
             assert!(Instant::now() < deadline, "a push never succeeded");
             node += 1;
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            attempt += 1;
+            if !load.impatient {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
         };
         let answers = answers.as_array().expect("push answers an array").clone();
         assert_eq!(answers.len() as u64, load.batch);
@@ -177,6 +228,8 @@ pub async fn produce(load: Load, producer: u64) -> Vec<u64> {
 #[derive(Default)]
 pub struct Seen {
     deliveries: Mutex<Vec<u64>>,
+    /// Where each delivery came from: (number, partition id, offset, lease id).
+    places: Mutex<Vec<(u64, String, i64, String)>>,
     failed_acks: Mutex<BTreeSet<u64>>,
     distinct: Mutex<BTreeSet<u64>>,
     distinct_count: AtomicU64,
@@ -210,9 +263,18 @@ impl Seen {
             .filter(|(n, count)| **count > 1 && !failed_acks.contains(n))
             .map(|(n, _)| *n)
             .collect();
+        let places: Vec<_> = self
+            .places
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| unexplained.contains(&p.0))
+            .cloned()
+            .collect();
         assert!(
             unexplained.is_empty(),
-            "delivered twice without a failed ack: {unexplained:?}"
+            "delivered twice without a failed ack: {unexplained:?}; deliveries (number, \
+             partition, offset, lease): {places:?}"
         );
         eprintln!(
             "{} deliveries of {} stored messages; {} acks failed",
@@ -227,6 +289,7 @@ impl Seen {
 /// stop; a failed ack is retried once, then left to its lease (the message comes again).
 pub async fn consume(load: Load, consumer: usize, seen: Arc<Seen>) {
     let http = client();
+    let mut dice = Dice::new(1000 + consumer as u64);
     let base = &load.nodes[consumer % load.nodes.len()];
     let pop = format!(
         "{base}/api/v1/pop/queue/{}?batch=20&wait=true&timeout=1000",
@@ -246,6 +309,17 @@ pub async fn consume(load: Load, consumer: usize, seen: Arc<Seen>) {
             .map(|m| m["data"]["n"].as_u64().expect("a numbered payload"))
             .collect();
         seen.deliveries.lock().unwrap().extend(&numbers);
+        seen.places
+            .lock()
+            .unwrap()
+            .extend(messages.iter().zip(&numbers).map(|(m, n)| {
+                (
+                    *n,
+                    m["partitionId"].as_str().unwrap_or_default().to_owned(),
+                    m["offset"].as_i64().unwrap_or(-1),
+                    m["leaseId"].as_str().unwrap_or_default().to_owned(),
+                )
+            }));
         let acks: Vec<Value> = messages
             .iter()
             .map(|m| {
@@ -259,8 +333,9 @@ pub async fn consume(load: Load, consumer: usize, seen: Arc<Seen>) {
             .collect();
         let body = json!({ "acknowledgments": acks });
         let mut acked = false;
-        for _ in 0..2 {
+        for attempt in 0..2 {
             let request = http.post(format!("{base}/api/v1/ack/batch")).json(&body);
+            let request = load.patience(request, attempt, &mut dice);
             if let Some((_, answers)) = send(&load.failures, "ack", request).await {
                 let answers = answers.as_array().expect("ack answers").clone();
                 acked = answers.iter().all(|a| a["success"] == true);

@@ -1,0 +1,79 @@
+//! Clients that drop pushes and acks mid-way at random moments (they give up after 1-25 ms
+//! and re-send the same body, waiting twice as long each time): a push dropped after its
+//! commit answers `duplicate` when re-sent and is stored once, a push dropped before it is
+//! stored by the re-send, and an ack dropped before its commit only lets its lease expire.
+//! Nothing stored is lost; a message comes twice only when an ack of it failed.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::eventually;
+use crate::support::fixtures::configure;
+use crate::support::load::{consume, produce, Load, Seen, NO_ANSWER};
+use crate::support::TestBroker;
+
+const QUEUE: &str = "dropped";
+
+#[actix_rt::test]
+async fn pushes_and_acks_dropped_mid_way_lose_nothing_and_store_nothing_twice() {
+    // Arrange
+    let b = TestBroker::start().await;
+    configure(&b, QUEUE, json!({ "leaseTime": 2 })).await;
+    let load = Load::new(vec![b.base.clone()], QUEUE, 8, 10).impatient();
+    let seen = Arc::new(Seen::default());
+
+    // Act: three seconds of impatient load, then a drain.
+    let producers: Vec<_> = (0..3)
+        .map(|p| tokio::spawn(produce(load.clone(), p)))
+        .collect();
+    let consumers: Vec<_> = (0..3)
+        .map(|c| tokio::spawn(consume(load.clone(), c, seen.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    load.stop_producers.store(true, Ordering::Relaxed);
+    let mut stored = BTreeSet::new();
+    for producer in producers {
+        stored.extend(producer.await.expect("producer"));
+    }
+    let all_delivered = eventually(Duration::from_secs(60), || async {
+        (seen.distinct() >= stored.len() as u64).then_some(())
+    })
+    .await;
+    load.stop_consumers.store(true, Ordering::Relaxed);
+    for consumer in consumers {
+        consumer.await.expect("consumer");
+    }
+
+    // Assert
+    let summary = load.failures.summary();
+    eprintln!("stored {} messages; failures: {summary:?}", stored.len());
+    for what in ["push", "ack"] {
+        assert!(
+            summary
+                .get(&(what, NO_ANSWER.as_u16()))
+                .copied()
+                .unwrap_or(0)
+                > 0,
+            "no {what} was dropped mid-way: {summary:?}"
+        );
+    }
+    load.failures.with(|failures| {
+        let bad: Vec<_> = failures
+            .iter()
+            .filter(|f| f.status != NO_ANSWER)
+            .map(|f| format!("{}: {} {}", f.what, f.status, f.body))
+            .collect();
+        assert!(bad.is_empty(), "answers that were errors: {bad:?}");
+    });
+    assert!(
+        all_delivered.is_some(),
+        "only {} of {} stored messages were delivered",
+        seen.distinct(),
+        stored.len()
+    );
+    seen.assert_exactly_stored(&stored);
+}
