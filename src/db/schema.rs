@@ -70,6 +70,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("042_status.sql"),
     sql_file!("043_traces.sql"),
     sql_file!("044_retention.sql"),
+    sql_file!("045_dead_letter_requeue_v2.sql"),
 ];
 
 /// Where refinery records applied migrations.

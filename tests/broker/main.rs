@@ -23,6 +23,7 @@ mod concurrency;
 mod console;
 mod console_routes;
 mod dedup_window;
+mod dlq_retry_groups;
 mod docs;
 mod encryption;
 mod failures;
