@@ -71,6 +71,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("043_traces.sql"),
     sql_file!("044_retention.sql"),
     sql_file!("045_dead_letter_requeue_v2.sql"),
+    sql_file!("048_log_render_failed.sql"),
 ];
 
 /// Where refinery records applied migrations.

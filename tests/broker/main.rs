@@ -45,6 +45,7 @@ mod openapi;
 mod pop_echoes;
 mod pop_gates;
 mod pop_leases;
+mod pop_render;
 mod pop_routes;
 mod pop_single_claim;
 mod pop_subscriptions;

@@ -75,16 +75,39 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     let (letters, total) = db::list(&mut conn, tenant.as_str(), &filter, limit, offset).await?;
     drop(conn);
     let key = state.broker.config.push.payload_key.as_ref();
-    let messages = letters
-        .iter()
-        .map(|d| render(d, key))
-        .collect::<Result<Vec<_>, _>>()?;
+    let messages: Vec<Value> = letters.iter().map(|d| render(d, key)).collect();
     Ok(HttpResponse::Ok().json(json!({ "messages": messages, "total": total })))
 }
 
-fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiError> {
-    let m = frame_at(d.codec, &d.blob, d.offset - d.segment_base, key)?;
-    Ok(json!({
+/// One dead letter as listed. A letter whose copy cannot be read here (a damaged segment
+/// dead-lettered for that reason, or a payload sealed under another node's key) is listed
+/// with `data: null` and `unreadable` saying why, so one such letter never hides the rest.
+fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Value {
+    let m = match frame_at(d.codec, &d.blob, d.offset - d.segment_base, key) {
+        Ok(m) => m,
+        Err(e) => {
+            let cause =
+                std::error::Error::source(&e).map_or_else(|| e.to_string(), |c| c.to_string());
+            return json!({
+                "id": null,
+                "transactionId": d.transaction_id,
+                "partitionId": d.partition_id.to_string(),
+                "queue": d.queue,
+                "partition": d.partition,
+                "consumerGroup": d.consumer_group,
+                "offset": d.offset,
+                "errorMessage": d.error_message,
+                "retryCount": d.retry_count,
+                "data": null,
+                "unreadable": cause,
+                "traceId": null,
+                "producerSub": d.producer,
+                "createdAt": iso(&d.created_at),
+                "failedAt": iso(&d.failed_at),
+            });
+        }
+    };
+    json!({
         "id": m.message_id.to_string(),
         "transactionId": d.transaction_id,
         "partitionId": d.partition_id.to_string(),
@@ -99,7 +122,7 @@ fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiErro
         "producerSub": m.producer.or_else(|| d.producer.clone()),
         "createdAt": iso(&d.created_at),
         "failedAt": iso(&d.failed_at),
-    }))
+    })
 }
 
 /// `POST /api/v1/messages/{partitionId}/{transactionId}/retry`: requeues a dead-lettered
