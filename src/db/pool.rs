@@ -21,6 +21,8 @@ pub struct PgConn {
     client: Client,
     statements: HashMap<&'static str, Statement>,
     quarantined: bool,
+    /// A transaction opened by [`PgConn::begin`] and not ended yet.
+    in_transaction: bool,
 }
 
 impl PgConn {
@@ -45,6 +47,32 @@ impl PgConn {
             .map_err(|e| self.note(DbError::query(op, e)))?;
         self.statements.insert(sql, statement.clone());
         Ok(statement)
+    }
+
+    /// Opens a transaction that [`PgConn::commit`] or [`PgConn::rollback`] ends. A
+    /// connection that goes back to the pool with it still open (its holder was dropped
+    /// mid-way: a client that left, an error) is discarded instead of reused, so its socket
+    /// closes and PostgreSQL rolls the transaction back.
+    pub async fn begin(&mut self) -> Result<(), DbError> {
+        self.in_transaction = true;
+        let begun = self.client.batch_execute("BEGIN").await;
+        begun.map_err(|e| self.note(DbError::query("begin", e)))
+    }
+
+    /// Commits the transaction [`PgConn::begin`] opened.
+    pub async fn commit(&mut self) -> Result<(), DbError> {
+        let done = self.client.batch_execute("COMMIT").await;
+        done.map_err(|e| self.note(DbError::query("commit", e)))?;
+        self.in_transaction = false;
+        Ok(())
+    }
+
+    /// Rolls back the transaction [`PgConn::begin`] opened.
+    pub async fn rollback(&mut self) -> Result<(), DbError> {
+        let done = self.client.batch_execute("ROLLBACK").await;
+        done.map_err(|e| self.note(DbError::query("rollback", e)))?;
+        self.in_transaction = false;
+        Ok(())
     }
 
     /// Records an error of a statement run on this connection; a timeout or a lost
@@ -99,6 +127,7 @@ impl bb8::ManageConnection for Manager {
             client,
             statements: HashMap::new(),
             quarantined: false,
+            in_transaction: false,
         })
     }
 
@@ -107,7 +136,7 @@ impl bb8::ManageConnection for Manager {
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {
-        let broken = conn.quarantined || conn.client.is_closed();
+        let broken = conn.quarantined || conn.in_transaction || conn.client.is_closed();
         if broken {
             self.stats.quarantined.fetch_add(1, Ordering::Relaxed);
         }

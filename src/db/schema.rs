@@ -70,6 +70,8 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("042_status.sql"),
     sql_file!("043_traces.sql"),
     sql_file!("044_retention.sql"),
+    sql_file!("045_dead_letter_requeue_v2.sql"),
+    sql_file!("048_log_render_failed.sql"),
     sql_file!("049_retention_cursor_lock.sql"),
 ];
 

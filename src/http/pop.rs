@@ -1,6 +1,10 @@
 //! The three pop routes: parse the query into a [`PopRequest`], run it, answer `200` with the
 //! JSON delivery (or the `QPF1` framed one with `frames=true`) or `204` with no body at all
 //! (a `200` with the echoes instead when the request asked for conflation or autopilot).
+//!
+//! The answer is rendered before an auto-ack claim commits (a failed render rolls it back),
+//! and a leased delivery that cannot be rendered in full is given back (see
+//! `log::pop::unrenderable`) and answered with what can be.
 
 use std::time::Duration;
 
@@ -12,7 +16,7 @@ use super::query::Query;
 use super::{ApiError, AppState};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
 use crate::log::groups::conflation_policy;
-use crate::log::pop::{pop, PopRequest, Scope, SubscriptionMode};
+use crate::log::pop::{pop, unrenderable, Delivery, PopRequest, Scope, SubscriptionMode};
 use crate::segment::Codec;
 use echo::{Autopilot, Echo, AUTOPILOT_BATCH, AUTOPILOT_PARTITIONS};
 
@@ -140,36 +144,74 @@ async fn serve(
             .await?,
         );
     }
-    let delivery = pop(&state.broker, &tenant, &request).await?;
-    let delivered: usize = delivery
-        .as_ref()
-        .map_or(0, |d| d.slices.iter().map(|s| s.take as usize).sum());
+    let claim = pop(&state.broker, &tenant, &request).await?;
+    let delivered: usize = claim.as_ref().map_or(0, |c| {
+        c.delivery.slices.iter().map(|s| s.take as usize).sum()
+    });
     echo.autopilot = asked
         .autopilot
         .map(|knobs| knobs.advise(delivered, state.broker.config.pop.wait_max));
-    let body = match delivery {
-        None if echo.needs_body() => echo.empty_answer(request.group.as_str()),
-        None => return Ok(HttpResponse::NoContent().finish()),
+    let Some(claim) = claim else {
+        if echo.needs_body() {
+            return Ok(HttpResponse::Ok()
+                .content_type("application/json")
+                .body(echo.empty_answer(request.group.as_str())));
+        }
+        return Ok(HttpResponse::NoContent().finish());
+    };
+    let answer = Answer {
+        group: request.group.as_str(),
+        framed,
+        echo: &echo,
+        state,
+    };
+    match answer.render(&claim.delivery) {
+        Ok(response) => {
+            claim.commit().await?;
+            Ok(response)
+        }
+        Err(error) => {
+            let delivery = claim.abandon().await?;
+            if request.auto_ack {
+                return Err(ApiError::Corrupt(error));
+            }
+            let key = state.broker.config.push.payload_key.as_ref();
+            let bad = unrenderable::find(&delivery, key);
+            let rest =
+                unrenderable::give_back(&state.broker, &tenant, &request.group, delivery, &bad)
+                    .await?;
+            if rest.slices.is_empty() || bad.is_empty() {
+                return Err(ApiError::Corrupt(error));
+            }
+            answer.render(&rest).map_err(ApiError::Corrupt)
+        }
+    }
+}
+
+/// How one pop's answer is rendered.
+struct Answer<'a> {
+    group: &'a str,
+    framed: bool,
+    echo: &'a Echo,
+    state: &'a AppState,
+}
+
+impl Answer<'_> {
+    fn render(&self, delivery: &Delivery) -> Result<HttpResponse, render::RenderError> {
         // Sealed payloads must be opened first: such a delivery answers JSON (the contract
         // allows it; a client fails a framed answer carrying frame flag 4).
-        Some(delivery) if framed && !delivery.slices.iter().any(|s| s.codec == SEALED) => {
-            let body = qpf1::framed_answer(&delivery, request.group.as_str(), &echo.own_keys())
-                .map_err(|e| ApiError::Corrupt(Box::new(e)))?;
+        if self.framed && !delivery.slices.iter().any(|s| s.codec == SEALED) {
+            let body = qpf1::framed_answer(delivery, self.group, &self.echo.own_keys())?;
             return Ok(HttpResponse::Ok()
                 .content_type(qpf1::CONTENT_TYPE)
                 .body(body));
         }
-        Some(delivery) => render::json_answer(
-            &delivery,
-            request.group.as_str(),
-            &echo,
-            state.broker.config.push.payload_key.as_ref(),
-        )
-        .map_err(ApiError::Corrupt)?,
-    };
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(body))
+        let key = self.state.broker.config.push.payload_key.as_ref();
+        let body = render::json_answer(delivery, self.group, self.echo, key)?;
+        Ok(HttpResponse::Ok()
+            .content_type("application/json")
+            .body(body))
+    }
 }
 
 /// What the request asked the broker to echo.

@@ -5,6 +5,12 @@
 //!
 //! The order is the seed's: the actor's in-memory check first (an empty ring answers empty
 //! with no permit and no connection), then a permit and a connection, then SQL.
+//!
+//! An auto-ack claim moves the cursor, which is the only record of the delivery: it runs in
+//! a transaction that stays open until the caller has rendered the answer ([`Claim`]), so a
+//! delivery that cannot be rendered (a damaged segment, a payload sealed under another
+//! node's key) is rolled back instead of lost. A leased claim commits at once (its lease is
+//! a reservation the caller can give back, see [`unrenderable`]).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,11 +27,15 @@ use crate::actors::GroupKey;
 use crate::broker::{Broker, MIN_POP_WAIT_IN_USE};
 use crate::config::PopConfig;
 use crate::db::pop::{claim, ClaimParams, ClaimedSlice, PopScope};
-use crate::db::DbError;
+use crate::db::{Conn, DbError};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName, Tenant};
 use crate::metrics::Metrics;
 
+mod claim;
 mod hotlist;
+pub mod unrenderable;
+
+pub use claim::{Claim, Delivery};
 
 /// Which partitions a pop may claim from (validated names).
 #[derive(Debug, Clone)]
@@ -77,15 +87,6 @@ pub struct PopRequest {
     pub subscription_from: Option<DateTime<Utc>>,
 }
 
-/// What a pop claimed: segment slices under one lease.
-#[derive(Debug)]
-pub struct Delivery {
-    /// The lease shared by every claimed partition; empty with auto-ack.
-    pub lease_id: String,
-    /// The claimed slices, in delivery order.
-    pub slices: Vec<ClaimedSlice>,
-}
-
 /// One pop in progress: the request, its lease id and its deadline.
 struct Pop<'a> {
     broker: &'a Broker,
@@ -95,7 +96,7 @@ struct Pop<'a> {
     deadline: Instant,
 }
 
-impl Pop<'_> {
+impl<'a> Pop<'a> {
     fn params(&self) -> ClaimParams<'_> {
         ClaimParams {
             tenant: self.tenant.as_str(),
@@ -114,7 +115,7 @@ impl Pop<'_> {
     }
 
     /// One SQL claim through the wildcard, specific or discover procedure.
-    async fn claim(&self, scope: &PopScope<'_>) -> Result<Vec<ClaimedSlice>, DbError> {
+    async fn claim(&self, scope: &PopScope<'_>) -> Result<Option<Claim<'a>>, DbError> {
         let metrics = &self.broker.metrics;
         Metrics::bump(match scope {
             PopScope::Wildcard { .. } => &metrics.sql_wildcard,
@@ -122,15 +123,52 @@ impl Pop<'_> {
             PopScope::Discover { .. } => &metrics.sql_discover,
         });
         let _permit = self.broker.permit().await?;
-        let mut conn = self.broker.db.conn().await?;
-        claim(&mut conn, scope, &self.params()).await
+        let mut conn = self.claim_conn().await?;
+        let slices = claim(&mut conn, scope, &self.params()).await;
+        self.finish(conn, slices).await
     }
 
-    fn delivery(&self, slices: Vec<ClaimedSlice>) -> Option<Delivery> {
-        (!slices.is_empty()).then(|| Delivery {
-            lease_id: self.worker.clone(),
-            slices,
-        })
+    /// A connection for a claim; an auto-ack pop opens its transaction on it.
+    async fn claim_conn(&self) -> Result<Conn<'a>, DbError> {
+        let mut conn = self.broker.db.conn().await?;
+        if self.req.auto_ack {
+            conn.begin().await?;
+        }
+        Ok(conn)
+    }
+
+    /// Ends a claim made on `conn`. A failed or empty auto-ack claim ends its transaction
+    /// now (an empty claim may still have sealed a cursor or seeded a first contact); a
+    /// delivered one keeps it open in the [`Claim`].
+    async fn finish(
+        &self,
+        mut conn: Conn<'a>,
+        slices: Result<Vec<ClaimedSlice>, DbError>,
+    ) -> Result<Option<Claim<'a>>, DbError> {
+        let auto_ack = self.req.auto_ack;
+        let slices = match slices {
+            Ok(slices) => slices,
+            Err(e) => {
+                if auto_ack {
+                    // Best effort: a connection left in the transaction is discarded anyway.
+                    let _ = conn.rollback().await;
+                }
+                return Err(e);
+            }
+        };
+        if slices.is_empty() {
+            if auto_ack {
+                conn.commit().await?;
+            }
+            return Ok(None);
+        }
+        Ok(Some(Claim {
+            delivery: Delivery {
+                lease_id: self.worker.clone(),
+                slices,
+            },
+            open: auto_ack.then_some(conn),
+        }))
     }
 
     /// Time left to wait; none when not waiting, past the deadline, or draining.
@@ -182,13 +220,14 @@ impl Drop for Parked<'_> {
     }
 }
 
-/// Runs a pop; `None` means nothing to deliver before the deadline.
+/// Runs a pop; `None` means nothing to deliver before the deadline. An auto-ack delivery
+/// is committed only by [`Claim::commit`].
 #[instrument(skip_all, fields(consumer_group = req.group.as_str(), batch_size = req.batch))]
-pub async fn pop(
-    broker: &Broker,
-    tenant: &Tenant,
-    req: &PopRequest,
-) -> Result<Option<Delivery>, DbError> {
+pub async fn pop<'a>(
+    broker: &'a Broker,
+    tenant: &'a Tenant,
+    req: &'a PopRequest,
+) -> Result<Option<Claim<'a>>, DbError> {
     if broker.in_maintenance() {
         Metrics::bump(&broker.metrics.pops_maintenance);
         return Ok(None);
@@ -214,7 +253,7 @@ pub async fn pop(
             };
             let mut attempt = 0;
             loop {
-                if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
+                if let Some(d) = pop.claim(&scope).await? {
                     return Ok(Some(d));
                 }
                 attempt += 1;
@@ -229,11 +268,11 @@ pub async fn pop(
 
 /// A named partition: a targeted SQL claim; the group's wake gate (the queue's pushes)
 /// shortens the wait.
-async fn serve_partition(
-    pop: &Pop<'_>,
+async fn serve_partition<'a>(
+    pop: &Pop<'a>,
     queue: &QueueName,
     partition: &PartitionName,
-) -> Result<Option<Delivery>, DbError> {
+) -> Result<Option<Claim<'a>>, DbError> {
     let scope = PopScope::Specific {
         queue: queue.as_str(),
         partition: partition.as_str(),
@@ -241,7 +280,7 @@ async fn serve_partition(
     let key = group_key(pop, queue);
     let mut attempt = 0;
     loop {
-        if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
+        if let Some(d) = pop.claim(&scope).await? {
             return Ok(Some(d));
         }
         if pop.time_left().is_none() {
@@ -257,7 +296,7 @@ async fn serve_partition(
 }
 
 /// Any partition of a queue: planned by the group actor.
-async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery>, DbError> {
+async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Claim<'a>>, DbError> {
     let key = group_key(pop, queue);
     let mut attempt = 0u32;
     let mut hold_until: Option<Instant> = None;
@@ -266,13 +305,13 @@ async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery
         let gate = match plan {
             PopPlan::Empty { parked } => parked,
             PopPlan::Wildcard => {
-                let slices = pop
+                let claimed = pop
                     .claim(&PopScope::Wildcard {
                         queue: queue.as_str(),
                     })
                     .await;
                 pop.broker.registry.group(&key).do_send(WildcardDone);
-                if let Some(d) = pop.delivery(slices?) {
+                if let Some(d) = claimed? {
                     return Ok(Some(d));
                 }
                 None
@@ -302,8 +341,8 @@ async fn serve_queue(pop: &Pop<'_>, queue: &QueueName) -> Result<Option<Delivery
                         continue;
                     }
                 }
-                let slices = hotlist::claim_candidates(pop, queue, loan, skip_window).await?;
-                if let Some(d) = pop.delivery(slices) {
+                let claimed = hotlist::claim_candidates(pop, queue, loan, skip_window).await?;
+                if let Some(d) = claimed {
                     Metrics::bump(&pop.broker.metrics.pops_from_ring);
                     return Ok(Some(d));
                 }

@@ -102,7 +102,12 @@ async fn retrying_a_dead_letter_brings_it_back_to_a_consumer_and_out_of_the_dlq(
     assert_eq!(dlq["total"], 0, "{dlq}");
     let back = b.pop_messages("/api/v1/pop/queue/dlq-retry?batch=10").await;
     assert_eq!(payloads(&back), vec![json!({"dead": true})]);
-    assert_eq!(back[0]["transactionId"], dead["transactionId"]);
+    assert_eq!(
+        back[0]["transactionId"], body["transactionId"],
+        "the copy's own id"
+    );
+    assert_ne!(back[0]["transactionId"], dead["transactionId"]);
+    assert_eq!(body["retryOf"]["transactionId"], dead["transactionId"]);
     assert_eq!(back[0]["offset"], 3);
     let acks = b.ack_all(&back, "completed", None).await;
     assert_eq!(

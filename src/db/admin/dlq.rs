@@ -1,6 +1,6 @@
 //! The dead-letter queue: the wrappers of `queen.dead_letters_list_v1`,
 //! `queen.dead_letters_count_v1`, `queen.dead_letter_find_v1` and
-//! `queen.dead_letter_requeue_v1`.
+//! `queen.dead_letter_requeue_v2`.
 
 use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
@@ -188,14 +188,18 @@ pub struct Requeued {
     pub offset: i64,
     /// Dead letters removed.
     pub removed: i32,
+    /// The retried message's offset (it stays in the log, untouched).
+    pub retried_offset: i64,
 }
 
 /// A requeue: the dead letter's message as a fresh one-frame segment.
 pub struct Requeue<'a> {
     /// The partition.
     pub partition_id: i64,
-    /// The message's transaction id.
+    /// The dead message's transaction id.
     pub transaction_id: &'a str,
+    /// The copy's own transaction id (the one its frame carries).
+    pub new_transaction_id: &'a str,
     /// The new message's id.
     pub message_id: Uuid,
     /// The one-frame segment.
@@ -206,20 +210,20 @@ pub struct Requeue<'a> {
     pub producer: Option<&'a str>,
 }
 
-/// Appends a dead-lettered message again and removes its dead letters; `None` when there
-/// was nothing to requeue (`queen.dead_letter_requeue_v1`).
-#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "dead_letter_requeue_v1"))]
+/// Appends a copy of a dead-lettered message as a new message and removes its dead
+/// letters; `None` when there was nothing to requeue (`queen.dead_letter_requeue_v2`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "dead_letter_requeue_v2"))]
 pub async fn requeue(
     conn: &mut PgConn,
     tenant: &str,
     r: &Requeue<'_>,
 ) -> Result<Option<Requeued>, DbError> {
-    const OP: &str = "dead_letter_requeue_v1";
+    const OP: &str = "dead_letter_requeue_v2";
     let st = conn
         .statement(
             OP,
-            "SELECT queue_name, partition_name, base_offset, removed \
-             FROM queen.dead_letter_requeue_v1($1, $2, $3, $4, $5, $6, $7)",
+            "SELECT queue_name, partition_name, base_offset, removed, retried_offset \
+             FROM queen.dead_letter_requeue_v2($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .await?;
     let rows = conn
@@ -230,6 +234,7 @@ pub async fn requeue(
                 &tenant,
                 &r.partition_id,
                 &r.transaction_id,
+                &r.new_transaction_id,
                 &r.message_id,
                 &r.blob,
                 &r.codec,
@@ -243,5 +248,6 @@ pub async fn requeue(
         partition: row.get(1),
         offset: row.get(2),
         removed: row.get(3),
+        retried_offset: row.get(4),
     }))
 }

@@ -9,6 +9,7 @@ use tokio_postgres::types::ToSql;
 
 use super::{DbError, PgConn};
 
+pub mod render_failed;
 pub mod single_claim;
 
 const POP_WILDCARD: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \

@@ -1,10 +1,12 @@
 //! The dead-letter queue (contract §4.2) and message retry (§4.3, decision 9.6).
 //!
 //! Dead letters keep a copy of the segment that held the message; the payload is read out
-//! of it here, in Rust. A retry appends the message again to its partition as a new message
-//! (new message id, same transaction id, payload and trace id; a sealed payload is sealed
-//! again for the new id), removes its dead letters,
-//! and wakes the queue's consumers like a push.
+//! of it here, in Rust. A retry appends a copy of the message to its partition as a new
+//! message (new message id, a new transaction id naming the original's, see
+//! [`retry_transaction_id`]; same payload and trace id; a sealed payload is sealed again
+//! for the new id), removes its dead letters, and wakes the queue's consumers like a push.
+//! The original stays where it is under its own transaction id, so every consumer group
+//! can still ack it (README, "Dead letters and retries").
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
@@ -26,6 +28,11 @@ const DEFAULT_LIMIT: u64 = 100;
 const MAX_LIMIT: u64 = 1000;
 /// zstd level of a requeued one-message segment (the push path's default speed).
 const REQUEUE_ZSTD_LEVEL: i32 = 1;
+/// Between the original's transaction id and the copy's message id in the copy's
+/// transaction id.
+const RETRY_MARK: &str = ":retry:";
+/// The longest transaction id a frame holds (its `u16` length prefix).
+const MAX_TRANSACTION_ID_BYTES: usize = u16::MAX as usize;
 
 /// `GET /api/v1/dlq?queue=&consumerGroup=&partition=&from=&to=&limit=&offset=`:
 /// `{messages, total}`, newest failure first, each message with its payload.
@@ -68,16 +75,39 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
     let (letters, total) = db::list(&mut conn, tenant.as_str(), &filter, limit, offset).await?;
     drop(conn);
     let key = state.broker.config.push.payload_key.as_ref();
-    let messages = letters
-        .iter()
-        .map(|d| render(d, key))
-        .collect::<Result<Vec<_>, _>>()?;
+    let messages: Vec<Value> = letters.iter().map(|d| render(d, key)).collect();
     Ok(HttpResponse::Ok().json(json!({ "messages": messages, "total": total })))
 }
 
-fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiError> {
-    let m = frame_at(d.codec, &d.blob, d.offset - d.segment_base, key)?;
-    Ok(json!({
+/// One dead letter as listed. A letter whose copy cannot be read here (a damaged segment
+/// dead-lettered for that reason, or a payload sealed under another node's key) is listed
+/// with `data: null` and `unreadable` saying why, so one such letter never hides the rest.
+fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Value {
+    let m = match frame_at(d.codec, &d.blob, d.offset - d.segment_base, key) {
+        Ok(m) => m,
+        Err(e) => {
+            let cause =
+                std::error::Error::source(&e).map_or_else(|| e.to_string(), |c| c.to_string());
+            return json!({
+                "id": null,
+                "transactionId": d.transaction_id,
+                "partitionId": d.partition_id.to_string(),
+                "queue": d.queue,
+                "partition": d.partition,
+                "consumerGroup": d.consumer_group,
+                "offset": d.offset,
+                "errorMessage": d.error_message,
+                "retryCount": d.retry_count,
+                "data": null,
+                "unreadable": cause,
+                "traceId": null,
+                "producerSub": d.producer,
+                "createdAt": iso(&d.created_at),
+                "failedAt": iso(&d.failed_at),
+            });
+        }
+    };
+    json!({
         "id": m.message_id.to_string(),
         "transactionId": d.transaction_id,
         "partitionId": d.partition_id.to_string(),
@@ -92,7 +122,7 @@ fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Result<Value, ApiErro
         "producerSub": m.producer.or_else(|| d.producer.clone()),
         "createdAt": iso(&d.created_at),
         "failedAt": iso(&d.failed_at),
-    }))
+    })
 }
 
 /// `POST /api/v1/messages/{partitionId}/{transactionId}/retry`: requeues a dead-lettered
@@ -135,6 +165,7 @@ pub async fn retry(
         key,
     )?;
     let message_id = Uuid::now_v7();
+    let copy_txn = retry_transaction_id(txn, &message_id);
     let mut segment = SegmentBuilder::new();
     let framing = |e| ApiError::Corrupt(Box::new(e));
     match key.filter(|_| stored.encrypted) {
@@ -143,7 +174,7 @@ pub async fn retry(
             .push_sealed(&NewFrame {
                 message_id,
                 trace_id: stored.trace_id,
-                transaction_id: txn,
+                transaction_id: &copy_txn,
                 producer: stored.producer.as_deref(),
                 payload: &key.seal(&message_id, &stored.payload_bytes),
             })
@@ -153,7 +184,7 @@ pub async fn retry(
             .push(&NewFrame {
                 message_id,
                 trace_id: stored.trace_id,
-                transaction_id: txn,
+                transaction_id: &copy_txn,
                 producer: stored.producer.as_deref(),
                 payload: &stored.payload_bytes,
             })
@@ -168,6 +199,7 @@ pub async fn retry(
         &db::Requeue {
             partition_id: pid,
             transaction_id: txn,
+            new_transaction_id: &copy_txn,
             message_id,
             blob: &blob.bytes,
             codec: blob.codec.as_i16(),
@@ -195,11 +227,51 @@ pub async fn retry(
     Ok(HttpResponse::Ok().json(json!({
         "success": true,
         "partitionId": pid.to_string(),
-        "transactionId": txn,
+        "transactionId": copy_txn,
         "messageId": message_id.to_string(),
         "queue": requeued.queue,
         "partition": requeued.partition,
         "offset": requeued.offset,
         "deadLettersRemoved": requeued.removed,
+        "retryOf": { "transactionId": txn, "offset": requeued.retried_offset },
     })))
+}
+
+/// The transaction id of a retry's copy: `{original}:retry:{copy's message id}`, so it
+/// names what it retries and is new (a message id is a fresh UUIDv7; a message can be
+/// retried more than once, since a group that had not passed it may dead-letter it again).
+/// An original too long to take the suffix within a frame's limit gives the bare message
+/// id; the retry answer's `retryOf` still names the original.
+fn retry_transaction_id(original: &str, message_id: &Uuid) -> String {
+    let id = format!("{original}{RETRY_MARK}{message_id}");
+    if id.len() <= MAX_TRANSACTION_ID_BYTES {
+        id
+    } else {
+        message_id.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_id_names_the_original_and_is_new_for_every_copy() {
+        let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+        let first = retry_transaction_id("order-7", &a);
+        assert_eq!(first, format!("order-7:retry:{a}"));
+        assert_ne!(first, retry_transaction_id("order-7", &b));
+    }
+
+    #[test]
+    fn a_retry_id_that_would_overflow_a_frame_is_the_bare_message_id() {
+        let id = Uuid::now_v7();
+        let longest = "x".repeat(MAX_TRANSACTION_ID_BYTES - RETRY_MARK.len() - 36);
+        assert_eq!(
+            retry_transaction_id(&longest, &id).len(),
+            MAX_TRANSACTION_ID_BYTES
+        );
+        let too_long = format!("{longest}y");
+        assert_eq!(retry_transaction_id(&too_long, &id), id.to_string());
+    }
 }

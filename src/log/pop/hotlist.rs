@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::{Delivery, Pop};
+use super::{Claim, Pop};
 use crate::actors::group::{Deferral, Loan, PendingRef, ReseedResult, ReseedTicket, Verdict};
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
@@ -16,7 +16,7 @@ use crate::db::pop::single_claim::{try_single_claim, SingleClaim};
 use crate::db::pop::{
     claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimedSlice, PopScope,
 };
-use crate::db::DbError;
+use crate::db::{DbError, PgConn};
 use crate::domain::QueueName;
 use crate::metrics::Metrics;
 
@@ -26,27 +26,39 @@ const RESEED_LIMIT: i32 = 4096;
 /// Claims from lent candidates and checks them back in: a one-partition pop first tries
 /// the single-statement claim on the first candidate (the common case), and otherwise, or
 /// when that does not apply, runs `log_pop_list_v1` over them all.
-pub(super) async fn claim_candidates(
+pub(super) async fn claim_candidates<'a>(
+    pop: &Pop<'a>,
+    queue: &QueueName,
+    loan: Loan,
+    skip_window: bool,
+) -> Result<Option<Claim<'a>>, DbError> {
+    let _permit = pop.broker.permit().await?;
+    let mut conn = pop.claim_conn().await?;
+    let slices = claim_lent(pop, &mut conn, queue, loan, skip_window).await;
+    pop.finish(conn, slices).await
+}
+
+/// The statements of [`claim_candidates`], on its connection.
+async fn claim_lent(
     pop: &Pop<'_>,
+    conn: &mut PgConn,
     queue: &QueueName,
     loan: Loan,
     skip_window: bool,
 ) -> Result<Vec<ClaimedSlice>, DbError> {
     let ids: Vec<i64> = loan.partitions().iter().map(|p| p.id).collect();
-    let _permit = pop.broker.permit().await?;
-    let mut conn = pop.broker.db.conn().await?;
     let params = pop.params();
     if let (1, Some(&first)) = (params.partitions, ids.first()) {
         Metrics::bump(&pop.broker.metrics.sql_single);
         if let Some(claim) =
-            try_single_claim(&mut conn, queue.as_str(), &params, first, skip_window).await?
+            try_single_claim(conn, queue.as_str(), &params, first, skip_window).await?
         {
             loan.check_in(verdicts(&single_claim_verdicts(&ids, &claim)));
             return Ok(claim.slices);
         }
     }
     Metrics::bump(&pop.broker.metrics.sql_list);
-    let (slices, found) = claim_list(&mut conn, queue.as_str(), &params, &ids, skip_window).await?;
+    let (slices, found) = claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?;
     loan.check_in(verdicts(&found));
     Ok(slices)
 }
@@ -125,17 +137,17 @@ pub(super) async fn reseed(
 
 /// The legacy path: targeted pops of the pushed partitions first, then the cheap
 /// `log_has_pending_v1` probe (no permit), then the SQL candidate scan.
-pub(super) async fn legacy(
-    pop: &Pop<'_>,
+pub(super) async fn legacy<'a>(
+    pop: &Pop<'a>,
     queue: &QueueName,
     hints: Vec<PartitionRef>,
-) -> Result<Option<Delivery>, DbError> {
+) -> Result<Option<Claim<'a>>, DbError> {
     for hint in hints {
         let scope = PopScope::Specific {
             queue: queue.as_str(),
             partition: &hint.name,
         };
-        if let Some(d) = pop.delivery(pop.claim(&scope).await?) {
+        if let Some(d) = pop.claim(&scope).await? {
             return Ok(Some(d));
         }
     }
@@ -153,12 +165,10 @@ pub(super) async fn legacy(
     if !pending {
         return Ok(None);
     }
-    let slices = pop
-        .claim(&PopScope::Wildcard {
-            queue: queue.as_str(),
-        })
-        .await?;
-    Ok(pop.delivery(slices))
+    pop.claim(&PopScope::Wildcard {
+        queue: queue.as_str(),
+    })
+    .await
 }
 
 /// SQL's verdicts by partition id, as the actor reads them.

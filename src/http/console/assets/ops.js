@@ -159,7 +159,7 @@
         const { act, pid, txn } = b.dataset;
         const box = $("#dlq-result", root);
         if (act === "inspect") { st.open.has(txn) ? st.open.delete(txn) : st.open.add(txn); C.refresh(); }
-        if (act === "retry") C.act(box, () => C.api("POST", `/api/v1/messages/${q(pid)}/${q(txn)}/retry`), `${txn} is back in its queue.`);
+        if (act === "retry") C.act(box, () => C.api("POST", `/api/v1/messages/${q(pid)}/${q(txn)}/retry`), `A copy of ${txn} is back in its queue.`);
         if (act === "delete" && (await C.confirm(`Delete the dead letter ${txn} and erase its payload?`))) {
           C.act(box, () => C.api("DELETE", `/api/v1/messages/${q(pid)}/${q(txn)}`), `${txn} deleted.`);
         }
