@@ -49,6 +49,7 @@ mod pop_single_claim;
 mod pop_subscriptions;
 mod postgres_tls;
 mod push;
+mod push_caps;
 mod push_combining;
 mod push_single_append;
 mod retention;
