@@ -182,6 +182,10 @@ pub struct PopConfig {
 /// Push encoding.
 #[derive(Debug, Clone)]
 pub struct PushConfig {
+    /// `QUEEN_MAX_PUSH_MESSAGES` and `QUEEN_MAX_PUSH_PARTITIONS`: what one push request (or
+    /// a transaction's pushes) may hold and create (defaults 100,000 messages and 1,000
+    /// distinct queue partitions); over either is a 400.
+    pub limits: crate::domain::PushLimits,
     /// `QUEEN_ZSTD_LEVEL`: compression level of segments (default 1: WAL bytes matter, and
     /// level 1 keeps the broker's CPU per message low).
     pub zstd_level: i32,
@@ -257,6 +261,16 @@ impl Config {
                 reseed_every: vars.millis("QUEEN_HOTLIST_RESEED_MS", 5_000)?,
             },
             push: PushConfig {
+                limits: crate::domain::PushLimits {
+                    max_messages: vars.positive(
+                        "QUEEN_MAX_PUSH_MESSAGES",
+                        crate::domain::PushLimits::DEFAULT.max_messages,
+                    )?,
+                    max_partitions: vars.positive(
+                        "QUEEN_MAX_PUSH_PARTITIONS",
+                        crate::domain::PushLimits::DEFAULT.max_partitions,
+                    )?,
+                },
                 zstd_level: vars.parse("QUEEN_ZSTD_LEVEL", 1, "a zstd level (1-19)")?,
                 dedup_window_secs: {
                     let rule = "whole seconds, 0 to 604800";

@@ -4,6 +4,8 @@
 
 pub mod names;
 pub mod options;
+pub mod push_limits;
 
 pub use names::{ConsumerGroup, NameError, PartitionName, QueueName, Tenant, QUEUE_MODE};
 pub use options::{OptionError, QueueOptions};
+pub use push_limits::{LimitError, PushLimits, PushTally};

@@ -66,6 +66,12 @@ impl ApiError {
     }
 }
 
+impl From<crate::domain::LimitError> for ApiError {
+    fn from(e: crate::domain::LimitError) -> Self {
+        ApiError::bad_request(e.to_string())
+    }
+}
+
 impl From<PushError> for ApiError {
     fn from(e: PushError) -> Self {
         match e {

@@ -54,11 +54,7 @@ pub async fn transaction(
 ) -> Result<HttpResponse, ApiError> {
     let limit = state.broker.config.http.max_body_bytes;
     let body = read_body(payload, limit).await?;
-    let (mut bundle, counts_only) = if body.starts_with(qtb1::MAGIC) {
-        parse_binary(&body, limit)?
-    } else {
-        (parse(&body)?, false)
-    };
+    let (mut bundle, counts_only) = decode(&body, limit, state.broker.config.push.limits)?;
     let producer = state.producer(&req);
     for operation in &mut bundle.operations {
         if let Operation::Push(items) = operation {
@@ -79,11 +75,48 @@ pub async fn transaction(
     Ok(HttpResponse::Ok().json(answer))
 }
 
+/// Decodes a JSON or `QTB1` transaction body into its bundle (and whether flag 2 asked for
+/// totals), held to the caps of one push request; every failure is a 400 and changes
+/// nothing.
+pub fn decode(
+    body: &[u8],
+    limit: usize,
+    caps: crate::domain::PushLimits,
+) -> Result<(Bundle, bool), ApiError> {
+    let (bundle, counts_only) = if body.starts_with(qtb1::MAGIC) {
+        parse_binary(body, limit, caps)?
+    } else {
+        (parse(body)?, false)
+    };
+    within_caps(&bundle, caps)?;
+    Ok((bundle, counts_only))
+}
+
+/// Holds all of a bundle's pushes together to the caps of one push request, so a
+/// transaction cannot create more partitions than a push may.
+fn within_caps(bundle: &Bundle, caps: crate::domain::PushLimits) -> Result<(), ApiError> {
+    let mut tally = crate::domain::PushTally::new(caps);
+    for operation in &bundle.operations {
+        if let Operation::Push(items) = operation {
+            tally.messages(items.len())?;
+            for item in items {
+                tally.partition(&item.queue, &item.partition)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parses a `QTB1` body: the JSON head (may be empty) and the pushes of its groups. The
 /// client's compressed groups are re-framed by the bundle's push (a transaction appends
 /// through the same staged push as JSON items), so their bytes are not kept as sent.
-fn parse_binary(body: &[u8], limit: usize) -> Result<(Bundle, bool), ApiError> {
-    let decoded = qtb1::decode(body, limit).map_err(|e| ApiError::bad_request(e.to_string()))?;
+fn parse_binary(
+    body: &[u8],
+    limit: usize,
+    caps: crate::domain::PushLimits,
+) -> Result<(Bundle, bool), ApiError> {
+    let decoded =
+        qtb1::decode(body, limit, caps).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let mut bundle = if decoded.head.is_empty() {
         Bundle {
             operations: Vec::new(),

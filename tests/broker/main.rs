@@ -54,6 +54,7 @@ mod pop_subscriptions;
 mod postgres_restart;
 mod postgres_tls;
 mod push;
+mod push_caps;
 mod push_combining;
 mod push_single_append;
 mod retention;

@@ -1,7 +1,7 @@
 //! Why a `QPB1` body was refused. Every variant is a 400 whose text names the problem and
 //! where it is; `http::error` decides the status, this file only the words.
 
-use crate::domain::NameError;
+use crate::domain::{LimitError, NameError};
 
 /// Why a binary push body was refused (always a 400 naming the problem).
 #[derive(Debug, thiserror::Error)]
@@ -103,4 +103,7 @@ pub enum BinaryError {
         /// Frames found (counting stops one past `n`).
         found: u64,
     },
+    /// More messages or partitions than one push may hold.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 pub use super::error::BinaryError;
 use super::reader::Reader;
-use crate::domain::{PartitionName, QueueName};
+use crate::domain::{PartitionName, PushLimits, PushTally, QueueName};
 use crate::log::push::{PrebuiltSegment, PushItem};
 use crate::segment::{FrameError, FrameIter, StoredFrame};
 
@@ -45,9 +45,15 @@ pub struct BinaryPush {
     pub prebuilt: Vec<PrebuiltSegment>,
 }
 
+/// Fewest bytes a flag 0 item takes: a `u32` payload length and a one-byte JSON payload.
+/// Items are reserved for at most the bytes left divided by this, so a lying `n` cannot
+/// reserve memory the body does not back.
+const MIN_ITEM_BYTES: usize = 5;
+
 /// Decodes a `QPB1` body. `limit` bounds every decompressed size (the body limit: the same
-/// messages sent as JSON would have had to fit it too).
-pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
+/// messages sent as JSON would have had to fit it too); `caps` bounds the messages and
+/// partitions, counted as they are read.
+pub fn decode(body: &[u8], limit: usize, caps: PushLimits) -> Result<BinaryPush, BinaryError> {
     let mut r = Reader::new(body);
     if r.bytes(4, "magic").map_err(|_| BinaryError::Magic)? != MAGIC {
         return Err(BinaryError::Magic);
@@ -56,7 +62,7 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryPush, BinaryError> {
     if flags & !KNOWN_FLAGS != 0 {
         return Err(BinaryError::UnknownFlags(flags));
     }
-    let mut budget = Budget::new(limit);
+    let mut budget = Budget::new(limit, caps);
     // Positions in errors count in the body, or in the decompressed body under flag 1.
     let base = if flags & FLAG_ZSTD != 0 {
         0
@@ -107,11 +113,15 @@ pub(crate) fn decode_groups(
         let queue = r.str16("queue")?;
         let partition = r.str16("partition")?;
         let (queue, partition) = names(group, queue, partition)?;
+        budget.tally.partition(&queue, &partition)?;
         let n = r.u32("n")?;
+        budget.tally.messages(n as usize)?;
         if flags & FLAG_FRAMES != 0 {
             let z = r.bytes32("z_len")?;
             frames_group(out, budget, group, (queue, partition), n, z)?;
         } else {
+            out.items
+                .reserve((n as usize).min(r.remaining() / MIN_ITEM_BYTES));
             for index in 0..n as usize {
                 let txn = if flags & FLAG_TXN != 0 {
                     Some(r.str16("transactionId")?).filter(|t| !t.is_empty())
@@ -142,16 +152,21 @@ pub(crate) fn decode_groups(
     Ok(())
 }
 
-/// Decompressed bytes still allowed in this body.
+/// Decompressed bytes still allowed in this body, and its messages and partitions so far.
 pub(crate) struct Budget {
     left: usize,
     limit: usize,
+    tally: PushTally,
 }
 
 impl Budget {
-    /// A budget of `limit` bytes.
-    pub(crate) fn new(limit: usize) -> Self {
-        Budget { left: limit, limit }
+    /// A budget of `limit` decompressed bytes under `caps`.
+    pub(crate) fn new(limit: usize, caps: PushLimits) -> Self {
+        Budget {
+            left: limit,
+            limit,
+            tally: PushTally::new(caps),
+        }
     }
 }
 
@@ -312,6 +327,7 @@ mod tests {
     use crate::segment::NewFrame;
 
     const LIMIT: usize = 1 << 20;
+    const CAPS: PushLimits = PushLimits::DEFAULT;
 
     fn str16(out: &mut Vec<u8>, s: &str) {
         out.extend_from_slice(&(s.len() as u16).to_le_bytes());
@@ -358,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_flag_4_body_decodes_to_items_with_minted_transaction_ids_left_empty() {
-        let decoded = decode(&flag4_body(), LIMIT).unwrap();
+        let decoded = decode(&flag4_body(), LIMIT, CAPS).unwrap();
         assert_eq!(decoded.items.len(), 2);
         assert_eq!(decoded.items[0].transaction_id.as_deref(), Some("a"));
         assert_eq!(decoded.items[1].transaction_id, None);
@@ -369,7 +385,7 @@ mod tests {
     #[test]
     fn a_flag_8_body_keeps_the_group_bytes_and_defaults_an_empty_partition() {
         let (body, z) = flag8_body();
-        let decoded = decode(&body, LIMIT).unwrap();
+        let decoded = decode(&body, LIMIT, CAPS).unwrap();
         assert_eq!(decoded.prebuilt.len(), 1);
         assert_eq!(decoded.prebuilt[0].bytes, z);
         assert_eq!(decoded.prebuilt[0].message_ids.len(), 2);
@@ -384,13 +400,16 @@ mod tests {
     fn every_prefix_and_every_flipped_byte_is_an_error_or_a_decode_never_a_panic() {
         for body in [flag4_body(), flag8_body().0] {
             for cut in 0..body.len() {
-                assert!(decode(&body[..cut], LIMIT).is_err(), "prefix {cut} decoded");
+                assert!(
+                    decode(&body[..cut], LIMIT, CAPS).is_err(),
+                    "prefix {cut} decoded"
+                );
             }
             for at in 0..body.len() {
                 for value in [0x00, 0x01, 0x7f, 0x80, 0xff] {
                     let mut mutated = body.clone();
                     mutated[at] = value;
-                    let _ = decode(&mutated, LIMIT);
+                    let _ = decode(&mutated, LIMIT, CAPS);
                 }
             }
         }
@@ -400,7 +419,7 @@ mod tests {
     fn a_decompressed_size_over_the_limit_is_refused_before_decompressing() {
         let (body, _) = flag8_body();
         assert!(matches!(
-            decode(&body, 10),
+            decode(&body, 10, CAPS),
             Err(BinaryError::TooLarge { limit: 10 })
         ));
     }

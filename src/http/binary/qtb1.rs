@@ -8,6 +8,7 @@
 use super::qpb1::{decode_groups, BinaryPush, Budget, FLAG_FRAMES};
 use super::reader::Reader;
 use super::BinaryError;
+use crate::domain::PushLimits;
 
 /// The magic of a binary transaction body.
 pub const MAGIC: &[u8; 4] = b"QTB1";
@@ -25,8 +26,12 @@ pub struct BinaryTransaction<'a> {
     pub push: BinaryPush,
 }
 
-/// Decodes a `QTB1` body; `limit` bounds every decompressed size.
-pub fn decode(body: &[u8], limit: usize) -> Result<BinaryTransaction<'_>, BinaryError> {
+/// Decodes a `QTB1` body; `limit` bounds every decompressed size and `caps` its pushes.
+pub fn decode(
+    body: &[u8],
+    limit: usize,
+    caps: PushLimits,
+) -> Result<BinaryTransaction<'_>, BinaryError> {
     let mut r = Reader::new(body);
     if r.bytes(4, "magic").map_err(|_| BinaryError::Magic)? != MAGIC {
         return Err(BinaryError::Magic);
@@ -41,7 +46,12 @@ pub fn decode(body: &[u8], limit: usize) -> Result<BinaryTransaction<'_>, Binary
         items: Vec::new(),
         prebuilt: Vec::new(),
     };
-    decode_groups(&mut r, FLAG_FRAMES, &mut Budget::new(limit), &mut push)?;
+    decode_groups(
+        &mut r,
+        FLAG_FRAMES,
+        &mut Budget::new(limit, caps),
+        &mut push,
+    )?;
     Ok(BinaryTransaction {
         counts_only: flags & FLAG_COUNTS != 0,
         head,
@@ -65,24 +75,38 @@ mod tests {
     #[test]
     fn a_head_without_pushes_decodes_and_junk_is_refused_without_panics() {
         let ok = body(0, br#"{"operations":[]}"#, &0u32.to_le_bytes());
-        let decoded = decode(&ok, 1 << 20).unwrap();
+        let decoded = decode(&ok, 1 << 20, PushLimits::DEFAULT).unwrap();
         assert_eq!(decoded.head, br#"{"operations":[]}"#);
         assert!(decoded.push.items.is_empty() && !decoded.counts_only);
         assert!(
-            decode(&body(2, b"", &0u32.to_le_bytes()), 1 << 20)
-                .unwrap()
-                .counts_only
+            decode(
+                &body(2, b"", &0u32.to_le_bytes()),
+                1 << 20,
+                PushLimits::DEFAULT
+            )
+            .unwrap()
+            .counts_only
         );
-        assert!(decode(&body(8, b"", &0u32.to_le_bytes()), 1 << 20).is_err());
+        assert!(decode(
+            &body(8, b"", &0u32.to_le_bytes()),
+            1 << 20,
+            PushLimits::DEFAULT
+        )
+        .is_err());
         for cut in 0..ok.len() {
             assert!(
-                decode(&ok[..cut], 1 << 20).is_err(),
+                decode(&ok[..cut], 1 << 20, PushLimits::DEFAULT).is_err(),
                 "prefix {cut} accepted"
             );
         }
         let mut lying = ok.clone();
         lying[5..9].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode(&lying, 1 << 20).is_err());
-        assert!(decode(&body(0, b"", &[1, 0, 0, 0, 0xff]), 1 << 20).is_err());
+        assert!(decode(&lying, 1 << 20, PushLimits::DEFAULT).is_err());
+        assert!(decode(
+            &body(0, b"", &[1, 0, 0, 0, 0xff]),
+            1 << 20,
+            PushLimits::DEFAULT
+        )
+        .is_err());
     }
 }
