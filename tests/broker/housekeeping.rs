@@ -109,8 +109,9 @@ async fn empty_partitions_and_idle_groups_are_removed_when_configured() {
 /// than the cache's trust period, a later burst prunes them.
 #[actix_rt::test]
 async fn the_encryption_cache_forgets_queue_names_pushed_to_once() {
-    // Arrange: 1,100 names, one message each.
-    let b = TestBroker::start().await;
+    // Arrange: 1,100 names, one message each, in one push (over the default cap of 1,000
+    // partitions a request, so the cap is raised for this broker).
+    let b = TestBroker::start_with(&[("QUEEN_MAX_PUSH_PARTITIONS", "2000")]).await;
     burst(&b, "once-a", 1_100).await;
     let after_first = cache(&b).await;
     assert!(after_first >= 1_100, "{after_first}");
