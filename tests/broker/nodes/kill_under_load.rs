@@ -5,16 +5,12 @@
 //! its first try committed answers `duplicate` on another node, and a message comes twice
 //! only when an ack of it failed (its lease expired).
 
-use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::cluster::{Options, TestCluster};
-use crate::support::eventually;
-use crate::support::load::{consume, produce, Load, Seen, NO_ANSWER};
+use crate::support::load::{Load, NO_ANSWER};
 
 const QUEUE: &str = "kill-load";
 /// Short, so what the killed node leased comes back within the test.
@@ -31,13 +27,7 @@ async fn a_node_killed_and_restarted_under_load_loses_nothing_and_repeats_only_f
         .await;
     let urls = cluster.nodes().iter().map(|n| n.url()).collect();
     let load = Load::new(urls, QUEUE, 12, 10);
-    let seen = Arc::new(Seen::default());
-    let producers: Vec<_> = (0..3)
-        .map(|p| tokio::spawn(produce(load.clone(), p)))
-        .collect();
-    let consumers: Vec<_> = (0..3)
-        .map(|c| tokio::spawn(consume(load.clone(), c, seen.clone())))
-        .collect();
+    let running = load.start(3, 3);
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
     // Act: node C dies with work in flight, stays dead a second, and starts again.
@@ -47,19 +37,7 @@ async fn a_node_killed_and_restarted_under_load_loses_nothing_and_repeats_only_f
     cluster.restart(2).await;
     let back_at = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    load.stop_producers.store(true, Ordering::Relaxed);
-    let mut stored = BTreeSet::new();
-    for producer in producers {
-        stored.extend(producer.await.expect("producer"));
-    }
-    let all_delivered = eventually(Duration::from_secs(60), || async {
-        (seen.distinct() >= stored.len() as u64).then_some(())
-    })
-    .await;
-    load.stop_consumers.store(true, Ordering::Relaxed);
-    for consumer in consumers {
-        consumer.await.expect("consumer");
-    }
+    let stored = running.finish().await;
 
     // Assert
     eprintln!(
@@ -89,11 +67,4 @@ async fn a_node_killed_and_restarted_under_load_loses_nothing_and_repeats_only_f
             "requests failed after the restart: {late:?}"
         );
     });
-    assert!(
-        all_delivered.is_some(),
-        "only {} of {} stored messages were delivered",
-        seen.distinct(),
-        stored.len()
-    );
-    seen.assert_exactly_stored(&stored);
 }

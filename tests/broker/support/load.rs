@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use tokio::task::JoinHandle;
 
-use super::read;
+use super::{eventually, read};
 
 /// A transport failure (no HTTP answer), recorded with this status.
 pub const NO_ANSWER: StatusCode = StatusCode::IM_A_TEAPOT;
@@ -118,6 +119,21 @@ impl Load {
         }
     }
 
+    /// Starts `producers` producers and `consumers` consumers.
+    pub fn start(&self, producers: u64, consumers: usize) -> Running {
+        let seen = Arc::new(Seen::default());
+        Running {
+            producers: (0..producers)
+                .map(|p| tokio::spawn(produce(self.clone(), p)))
+                .collect(),
+            consumers: (0..consumers)
+                .map(|c| tokio::spawn(consume(self.clone(), c, seen.clone())))
+                .collect(),
+            load: self.clone(),
+            seen,
+        }
+    }
+
     /// The same load with impatient clients.
     pub fn impatient(mut self) -> Self {
         self.impatient = true;
@@ -174,7 +190,7 @@ pub fn client() -> reqwest::Client {
 /// told to stop, starting on node `producer % nodes`; a failed batch is re-sent unchanged
 /// (to the next node) until answered. Returns the numbers answered as stored: `queued`, or
 /// `duplicate` of an earlier try whose commit did happen.
-pub async fn produce(load: Load, producer: u64) -> Vec<u64> {
+async fn produce(load: Load, producer: u64) -> Vec<u64> {
     let http = client();
     let mut dice = Dice::new(producer);
     let mut node = producer as usize;
@@ -287,7 +303,7 @@ impl Seen {
 
 /// Pops leased batches from node `consumer % nodes` and acks each there until told to
 /// stop; a failed ack is retried once, then left to its lease (the message comes again).
-pub async fn consume(load: Load, consumer: usize, seen: Arc<Seen>) {
+async fn consume(load: Load, consumer: usize, seen: Arc<Seen>) {
     let http = client();
     let mut dice = Dice::new(1000 + consumer as u64);
     let base = &load.nodes[consumer % load.nodes.len()];
@@ -352,5 +368,49 @@ pub async fn consume(load: Load, consumer: usize, seen: Arc<Seen>) {
                 seen.distinct_count.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// Producers and consumers running on a [`Load`].
+pub struct Running {
+    load: Load,
+    seen: Arc<Seen>,
+    producers: Vec<JoinHandle<Vec<u64>>>,
+    consumers: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// What the consumers saw so far.
+    pub fn seen(&self) -> &Seen {
+        &self.seen
+    }
+
+    /// Stops the producers, lets the consumers drain (a minute at most) until every stored
+    /// number was delivered, stops them, and asserts the deliveries are exactly the stored
+    /// numbers with duplicates only after failed acks. Returns the stored numbers.
+    pub async fn finish(self) -> BTreeSet<u64> {
+        self.load.stop_producers.store(true, Ordering::Relaxed);
+        let mut stored = BTreeSet::new();
+        for producer in self.producers {
+            stored.extend(producer.await.expect("producer"));
+        }
+        let seen = &self.seen;
+        let all_delivered = eventually(Duration::from_secs(60), || async {
+            (seen.distinct() >= stored.len() as u64).then_some(())
+        })
+        .await;
+        self.load.stop_consumers.store(true, Ordering::Relaxed);
+        for consumer in self.consumers {
+            consumer.await.expect("consumer");
+        }
+        assert!(
+            all_delivered.is_some(),
+            "only {} of {} stored messages were delivered; failures: {:?}",
+            seen.distinct(),
+            stored.len(),
+            self.load.failures.summary()
+        );
+        seen.assert_exactly_stored(&stored);
+        stored
     }
 }
