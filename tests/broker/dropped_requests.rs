@@ -1,4 +1,4 @@
-//! Clients that drop pushes and acks mid-way at random moments (they give up after 1-25 ms
+//! Clients that drop pushes and acks mid-way at random moments (they give up after 0.2-10 ms
 //! and re-send the same body, waiting twice as long each time): a push dropped after its
 //! commit answers `duplicate` when re-sent and is stored once, a push dropped before it is
 //! stored by the re-send, and an ack dropped before its commit only lets its lease expire.
