@@ -271,13 +271,15 @@ async fn confirm_duplicates(
     hits: &[Option<Hit>],
     outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
-    // Segments read so far: (partition, base, end, decompressed bytes).
-    let mut read: Vec<(i64, i64, i64, Vec<u8>)> = Vec::new();
-    for (&(j, i), hit) in pending.iter().zip(hits) {
+    // The stored segments holding the hits, each read once: (partition, base, end, bytes),
+    // and per hit, which of them holds it.
+    let mut segments: Vec<(i64, i64, i64, Vec<u8>)> = Vec::new();
+    let mut wanted: Vec<(usize, Ref, i64)> = Vec::new();
+    for (&r, hit) in pending.iter().zip(hits) {
         let Some(hit) = hit else {
             continue;
         };
-        let held = read.iter().position(|(pid, base, end, _)| {
+        let held = segments.iter().position(|(pid, base, end, _)| {
             *pid == hit.partition_id && *base <= hit.offset && hit.offset <= *end
         });
         let k = match held {
@@ -287,28 +289,35 @@ async fn confirm_duplicates(
                     continue; // gone (the queue was deleted): not a duplicate any more
                 };
                 let raw = open_blob(Codec::from_i16(segment.codec)?, &segment.bytes)?.into_owned();
-                read.push((hit.partition_id, segment.base, segment.end, raw));
-                read.len() - 1
+                segments.push((hit.partition_id, segment.base, segment.end, raw));
+                segments.len() - 1
             }
         };
-        let (_, base, _, raw) = &read[k];
-        let Some(frame) = usize::try_from(hit.offset - base)
-            .ok()
-            .and_then(|n| FrameIter::new(raw).nth(n))
-        else {
-            continue;
-        };
-        let frame = frame.map_err(BlobError::from)?;
-        if frame.transaction_id == req.txn((j, i)) {
-            outcomes[j][i] = Some(PushOutcome {
-                status: PushStatus::Duplicate,
-                transaction_id: req.txn((j, i)).to_owned(),
-                message_id: frame.message_id,
-                partition_id: hit.partition_id,
-                offset: hit.offset,
-                txn_hash: req.hash((j, i)),
-                dedup_window_secs: 0,
-            });
+        wanted.push((k, r, hit.offset));
+    }
+    // Each segment's frames parsed once, then every hit it holds compared.
+    for (k, (partition_id, base, _, raw)) in segments.iter().enumerate() {
+        let frames = FrameIter::new(raw)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(BlobError::from)?;
+        for &(_, (j, i), offset) in wanted.iter().filter(|w| w.0 == k) {
+            let Some(frame) = usize::try_from(offset - base)
+                .ok()
+                .and_then(|n| frames.get(n))
+            else {
+                continue;
+            };
+            if frame.transaction_id == req.txn((j, i)) {
+                outcomes[j][i] = Some(PushOutcome {
+                    status: PushStatus::Duplicate,
+                    transaction_id: req.txn((j, i)).to_owned(),
+                    message_id: frame.message_id,
+                    partition_id: *partition_id,
+                    offset,
+                    txn_hash: req.hash((j, i)),
+                    dedup_window_secs: 0,
+                });
+            }
         }
     }
     Ok(())
