@@ -59,6 +59,9 @@ pub struct Metrics {
     pub push_commits: AtomicU64,
     /// Partition appends made by the one-statement append.
     pub push_single_appends: AtomicU64,
+    /// Of those, appends committed in the same round trip as their statement (a push, or
+    /// combined pushes, of one partition: see `log::push::store_alone`).
+    pub push_alone_commits: AtomicU64,
     /// Partition appends made by `log_push_v2` (the append the one statement declined).
     pub push_function_appends: AtomicU64,
     /// Acks of one (partition, lease) settled by the one-statement whole-lease ack.
@@ -116,6 +119,7 @@ impl Metrics {
                 "combinedRequests": get(&self.push_requests),
                 "commits": get(&self.push_commits),
                 "singleStatementAppends": get(&self.push_single_appends),
+                "oneRoundTripCommits": get(&self.push_alone_commits),
                 "functionAppends": get(&self.push_function_appends),
             },
             "acks": {

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_postgres::{Client, Statement};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use tracing::warn;
 
@@ -73,6 +74,40 @@ impl PgConn {
         done.map_err(|e| self.note(DbError::query("rollback", e)))?;
         self.in_transaction = false;
         Ok(())
+    }
+
+    /// Runs one statement in a transaction of its own in one round trip: `BEGIN`, the
+    /// statement and `COMMIT` go out together (tokio-postgres pipelines requests polled
+    /// together) and the answer is read after the commit's, so a row returned here is
+    /// committed (and flushed, under `synchronous_commit`). A statement that fails leaves
+    /// nothing: PostgreSQL turns the `COMMIT` of the failed transaction into a rollback.
+    /// Once sent, the three run even if this future is dropped; until all three answered
+    /// the connection counts as in a transaction, so a dropped caller never returns it to
+    /// the pool mid-way.
+    pub async fn query_opt_alone(
+        &mut self,
+        op: &'static str,
+        statement: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, DbError> {
+        self.in_transaction = true;
+        let client = &self.client;
+        let (begun, row, committed) = tokio::join!(
+            client.batch_execute("BEGIN"),
+            client.query_opt(statement, params),
+            client.batch_execute("COMMIT"),
+        );
+        // All three were answered: the session is outside any transaction again.
+        self.in_transaction = false;
+        let answered = begun
+            .map_err(|e| DbError::query("begin", e))
+            .and_then(|()| row.map_err(|e| DbError::query(op, e)))
+            .and_then(|row| {
+                committed
+                    .map(|()| row)
+                    .map_err(|e| DbError::query("commit", e))
+            });
+        answered.map_err(|e| self.note(e))
     }
 
     /// Records an error of a statement run on this connection; a timeout or a lost

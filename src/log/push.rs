@@ -30,7 +30,8 @@ mod append;
 pub mod combiner;
 pub mod window;
 
-use append::{append_groups, Request};
+use append::append_groups;
+use append::Request;
 use window::{DedupWindows, WindowKey};
 
 /// One message to store.
@@ -301,20 +302,8 @@ pub async fn stage_many(
     requests: &[Staged<'_>],
     zstd_level: i32,
 ) -> Result<Vec<Vec<PushOutcome>>, PushError> {
-    // BTreeMap: groups are appended in (queue, partition) order, so two concurrent pushes
-    // over the same partitions lock them in the same order and cannot deadlock.
-    let mut groups: BTreeMap<(&QueueName, &PartitionName), Vec<(usize, usize)>> = BTreeMap::new();
-    for (j, request) in requests.iter().enumerate() {
-        for (i, item) in request.items.iter().enumerate() {
-            groups
-                .entry((&item.queue, &item.partition))
-                .or_default()
-                .push((j, i));
-        }
-    }
-
-    let mut outcomes: Vec<Vec<Option<PushOutcome>>> =
-        requests.iter().map(|r| vec![None; r.items.len()]).collect();
+    let groups = group_items(requests);
+    let mut outcomes = no_outcomes(requests);
     let request = Request {
         tenant,
         requests,
@@ -324,14 +313,62 @@ pub async fn stage_many(
         metrics: &broker.metrics,
     };
     append_groups(tx, &request, &groups, &mut outcomes).await?;
-    Ok(outcomes
+    Ok(answered(outcomes))
+}
+
+/// [`stage_many`] and its commit in one round trip, for the requests whose items all go to
+/// one partition and make one new segment (see `append::append_alone`). `None`, having
+/// stored nothing, for any other push: the caller opens its transaction as usual.
+pub async fn store_alone(
+    conn: &mut PgConn,
+    broker: &Broker,
+    tenant: &Tenant,
+    requests: &[Staged<'_>],
+    zstd_level: i32,
+) -> Result<Option<Vec<Vec<PushOutcome>>>, PushError> {
+    let groups = group_items(requests);
+    let mut outcomes = no_outcomes(requests);
+    let request = Request {
+        tenant,
+        requests,
+        windows: &broker.dedup,
+        default_window_secs: broker.config.push.dedup_window_secs,
+        zstd_level,
+        metrics: &broker.metrics,
+    };
+    let stored = append::append_alone(conn, &request, &groups, &mut outcomes).await?;
+    Ok(stored.then(|| answered(outcomes)))
+}
+
+/// The items of `requests` per (queue, partition), as (request, item) pairs.
+fn group_items<'a>(requests: &'a [Staged<'_>]) -> append::Groups<'a> {
+    let mut groups = append::Groups::new();
+    for (j, request) in requests.iter().enumerate() {
+        for (i, item) in request.items.iter().enumerate() {
+            groups
+                .entry((&item.queue, &item.partition))
+                .or_default()
+                .push((j, i));
+        }
+    }
+    groups
+}
+
+/// One empty answer slot per item of each request.
+fn no_outcomes(requests: &[Staged<'_>]) -> Vec<Vec<Option<PushOutcome>>> {
+    requests.iter().map(|r| vec![None; r.items.len()]).collect()
+}
+
+/// The answers, once every item has one.
+fn answered(outcomes: Vec<Vec<Option<PushOutcome>>>) -> Vec<Vec<PushOutcome>> {
+    outcomes
         .into_iter()
         .map(|per| {
             per.into_iter()
                 .map(|o| o.expect("every item gets an outcome"))
                 .collect()
         })
-        .collect())
+        .collect()
 }
 
 async fn stage_and_commit(
@@ -342,6 +379,10 @@ async fn stage_and_commit(
     prepared: &PreparedPush,
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
+    let staged = [Staged { items, prepared }];
+    if let Some(mut alone) = store_alone(conn, broker, tenant, &staged, zstd_level).await? {
+        return Ok(alone.pop().expect("one request stored"));
+    }
     let tx = DataTransaction::begin(conn).await?;
     let outcomes = stage(&tx, broker, tenant, items, prepared, zstd_level).await?;
     tx.commit().await?;

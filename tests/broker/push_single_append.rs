@@ -48,6 +48,57 @@ async fn after_the_first_push_a_partition_is_appended_by_one_statement() {
     assert_eq!(got, (0..5).map(|n| json!(n)).collect::<Vec<_>>());
 }
 
+/// A push whose messages all go to one partition the window covers is appended and
+/// committed in one round trip (`push.oneRoundTripCommits`); a repeat (the window holds its
+/// ids) and a push over two partitions take the transaction, and everything answers and
+/// pops back as before.
+#[actix_rt::test]
+async fn a_push_to_one_covered_partition_commits_in_one_round_trip_and_others_take_the_transaction()
+{
+    // Arrange
+    let b = TestBroker::start().await;
+    let item = |partition: &str, id: &str| json!({"queue": "sa-alone", "partition": partition, "transactionId": id, "payload": id});
+    let push = |items: Vec<Value>| {
+        let b = &b;
+        async move {
+            let (status, answer) = b.post("/api/v1/push", &json!({ "items": items })).await;
+            assert_eq!(status, StatusCode::CREATED, "{answer}");
+            let statuses: Vec<String> = answer
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a["status"].as_str().unwrap().to_owned())
+                .collect();
+            statuses
+        }
+    };
+    push(vec![item("A", "a0"), item("B", "b0")]).await;
+    let before = counter(&b, "/push/oneRoundTripCommits").await;
+
+    // Act
+    let alone = push(vec![item("A", "a1"), item("A", "a2")]).await;
+    let after_alone = counter(&b, "/push/oneRoundTripCommits").await;
+    let repeat = push(vec![item("A", "a2"), item("A", "a3")]).await;
+    let two_partitions = push(vec![item("A", "a4"), item("B", "b1")]).await;
+    let after_all = counter(&b, "/push/oneRoundTripCommits").await;
+
+    // Assert
+    assert_eq!(alone, ["queued", "queued"]);
+    assert_eq!(after_alone, before + 1);
+    assert_eq!(repeat, ["duplicate", "queued"]);
+    assert_eq!(two_partitions, ["queued", "queued"]);
+    assert_eq!(after_all, after_alone, "neither went alone");
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/sa-alone/partition/A?batch=10")
+        .await;
+    let got: Vec<Value> = popped.iter().map(|m| m["data"].clone()).collect();
+    let want: Vec<Value> = ["a0", "a1", "a2", "a3", "a4"]
+        .iter()
+        .map(|s| json!(s))
+        .collect();
+    assert_eq!(got, want);
+}
+
 /// Two nodes push concurrently into the same three partitions: each node's window is often
 /// stale (the other node appended), so both paths run; every message is stored exactly
 /// once, at dense offsets per partition, and a repeat of every tenth id through the other

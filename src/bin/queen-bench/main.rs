@@ -44,7 +44,7 @@ fn main() -> ExitCode {
                 .enable_all()
                 .build()
                 .map_err(anyhow::Error::from)
-                .and_then(|rt| rt.block_on(run_and_write(run_args, command)))
+                .and_then(|rt| rt.block_on(run_and_write(*run_args, command)))
         }
         Command::Report(report_args) => report::write(&report_args),
     };

@@ -51,7 +51,7 @@ pub async fn run(args: &RunArgs, command: String) -> anyhow::Result<RunResult> {
                 "starting {} on a fresh embedded PostgreSQL",
                 binary.display()
             );
-            let b = SpawnedBroker::start(&binary, &args.broker_env).await?;
+            let b = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
             let found = (b.url.clone(), b.database_url.clone(), b.pid());
             spawned = Some(b);
             found

@@ -29,8 +29,13 @@ pub struct SpawnedBroker {
 }
 
 impl SpawnedBroker {
-    /// Starts `binary` with `extra_env` on top of the tool's settings and waits for /health.
-    pub async fn start(binary: &Path, extra_env: &[(String, String)]) -> anyhow::Result<Self> {
+    /// Starts `binary` with `extra_env` on top of the tool's settings, its data in a fresh
+    /// folder under `work_dir`, and waits for /health.
+    pub async fn start(
+        binary: &Path,
+        extra_env: &[(String, String)],
+        work_dir: &Path,
+    ) -> anyhow::Result<Self> {
         if !binary.is_file() {
             bail!(
                 "broker binary {} not found: run `cargo build --release` first, or pass --broker-bin",
@@ -41,7 +46,7 @@ impl SpawnedBroker {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let dir = PathBuf::from(format!("/tmp/queen-bench-{}-{stamp}", std::process::id()));
+        let dir = work_dir.join(format!("queen-bench-{}-{stamp}", std::process::id()));
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))?;
         let port = free_port()?;

@@ -12,10 +12,11 @@
 //! writes nothing and returns no row; the caller then calls
 //! `log_push_v2` in the same transaction, which answers as it always did.
 
-use tokio_postgres::{GenericClient, Statement};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{GenericClient, Row, Statement};
 
 use super::super::{DbError, PgConn};
-use super::{AppendOutcome, PartitionAppend};
+use super::{AppendOutcome, NewSegment, PartitionAppend};
 
 /// `$1` tenant, `$2` queue, `$3` partition, `$4` the last offset the broker's window covers
 /// (NULL: none), `$5` the broker's default dedup window, `$6` message count, `$7` codec,
@@ -70,34 +71,69 @@ pub async fn try_single_append(
     statement: &Statement,
     append: &PartitionAppend<'_>,
 ) -> Result<Option<AppendOutcome>, DbError> {
-    let [segment] = append.segments else {
+    let Some(segment) = single_segment(append) else {
         return Ok(None);
     };
-    if segment.count < 1 || usize::try_from(segment.count).ok() != Some(append.hashes.len()) {
-        return Ok(None);
-    }
     let row = tx
-        .query_opt(
-            statement,
-            &[
-                &append.tenant,
-                &append.queue,
-                &append.partition,
-                &append.known_last,
-                &append.default_window_secs,
-                &segment.count,
-                &segment.codec,
-                &segment.bytes,
-                &append.hashes,
-                &append.producer,
-            ],
-        )
+        .query_opt(statement, &params(append, &segment))
         .await
         .map_err(|e| DbError::query("push_single_append", e))?;
-    Ok(row.map(|row| AppendOutcome::Stored {
+    Ok(row.map(stored))
+}
+
+/// [`try_single_append`] in a transaction of its own, committed in the same round trip
+/// (see [`PgConn::query_opt_alone`]): `Some(Stored)` once the append is committed, `None`
+/// when nothing was written (the caller then runs its transaction with `log_push_v2`).
+/// This is the push of one partition that the window already covers: one round trip to
+/// PostgreSQL instead of three (`BEGIN`, the append, `COMMIT`).
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
+pub async fn append_alone(
+    conn: &mut PgConn,
+    append: &PartitionAppend<'_>,
+) -> Result<Option<AppendOutcome>, DbError> {
+    let Some(segment) = single_segment(append) else {
+        return Ok(None);
+    };
+    let statement = statement(conn).await?;
+    let row = conn
+        .query_opt_alone("push_single_append", &statement, &params(append, &segment))
+        .await?;
+    Ok(row.map(stored))
+}
+
+/// The one segment of `append` when it is the shape the statement takes.
+fn single_segment<'a>(append: &PartitionAppend<'a>) -> Option<NewSegment<'a>> {
+    let [segment] = append.segments else {
+        return None;
+    };
+    let counted = usize::try_from(segment.count).ok() == Some(append.hashes.len());
+    (segment.count >= 1 && counted).then_some(*segment)
+}
+
+/// The statement's parameters, in `$n` order.
+fn params<'a>(
+    append: &'a PartitionAppend<'_>,
+    segment: &'a NewSegment<'_>,
+) -> [&'a (dyn ToSql + Sync); 10] {
+    [
+        &append.tenant,
+        &append.queue,
+        &append.partition,
+        &append.known_last,
+        &append.default_window_secs,
+        &segment.count,
+        &segment.codec,
+        &segment.bytes,
+        &append.hashes,
+        &append.producer,
+    ]
+}
+
+fn stored(row: Row) -> AppendOutcome {
+    AppendOutcome::Stored {
         partition_id: row.get(0),
         previous_last: row.get(1),
         window_secs: row.get(2),
         single_statement: true,
-    }))
+    }
 }

@@ -14,8 +14,9 @@ use tracing::debug;
 
 use super::window::{DedupWindows, Hit, Learned, WindowKey};
 use super::{PushError, PushItem, PushOutcome, PushStatus, Staged};
-use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
+use crate::db::push::{single_append, AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
+use crate::db::PgConn;
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::metrics::Metrics;
 use crate::segment::{open_blob, txn_hash, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
@@ -62,42 +63,139 @@ impl Request<'_> {
 /// Outcomes per request, per item.
 pub(super) type Outcomes = [Vec<Option<PushOutcome>>];
 
+/// Items per (queue, partition), in (queue, partition) order: the order appends lock
+/// partitions in, so two concurrent pushes over the same partitions cannot deadlock.
+pub(super) type Groups<'a> = BTreeMap<(&'a QueueName, &'a PartitionName), Vec<Ref>>;
+
 pub(super) async fn append_groups(
     tx: &DataTransaction<'_>,
     req: &Request<'_>,
-    groups: &BTreeMap<(&QueueName, &PartitionName), Vec<Ref>>,
+    groups: &Groups<'_>,
     outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
     for ((queue, partition), refs) in groups {
-        // Dedup within the batch: later repeats point at the first occurrence.
-        let mut first_of: HashMap<&str, Ref> = HashMap::new();
-        let mut repeats: Vec<(Ref, Ref)> = Vec::new();
-        let mut pending: Vec<Ref> = Vec::new();
-        for &r in refs {
-            match first_of.get(req.txn(r)) {
-                Some(&first) => repeats.push((r, first)),
-                None => {
-                    first_of.insert(req.txn(r), r);
-                    pending.push(r);
-                }
-            }
-        }
-
+        let (pending, repeats) = split_repeats(req, refs);
         append_partition(tx, req, queue, partition, pending, outcomes).await?;
-
-        for ((j, i), (fj, fi)) in repeats {
-            let original = outcomes[fj][fi]
-                .clone()
-                .expect("the first occurrence was resolved above");
-            // A repeat of an item refused for maxSize is refused too, not a duplicate.
-            let status = match original.status {
-                full @ PushStatus::Full { .. } => full,
-                _ => PushStatus::Duplicate,
-            };
-            outcomes[j][i] = Some(PushOutcome { status, ..original });
-        }
+        answer_repeats(&repeats, outcomes);
     }
     Ok(())
+}
+
+/// The push of one partition in one round trip to PostgreSQL (see
+/// [`single_append::append_alone`]): when every item goes to one partition, the
+/// partition's window holds none of their transaction ids and they make one segment, that
+/// segment is appended and committed by itself. `Ok(false)` when the push is not of that
+/// shape or the statement declined: nothing was stored or answered, and the caller runs
+/// its transaction as usual.
+pub(super) async fn append_alone(
+    conn: &mut PgConn,
+    req: &Request<'_>,
+    groups: &Groups<'_>,
+    outcomes: &mut Outcomes,
+) -> Result<bool, PushError> {
+    let mut entries = groups.iter();
+    let (Some(((queue, partition), refs)), None) = (entries.next(), entries.next()) else {
+        return Ok(false);
+    };
+    let (pending, repeats) = split_repeats(req, refs);
+    let key = WindowKey::new(req.tenant, queue, partition);
+    let hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
+    if req.windows.find(&key, &hashes).iter().any(Option::is_some) {
+        return Ok(false);
+    }
+    let built = build(req, &pending)?;
+    let [(count, codec, bytes)] = &built.segments[..] else {
+        return Ok(false);
+    };
+    let segments = [NewSegment {
+        count: *count,
+        codec: codec.as_i16(),
+        bytes,
+    }];
+    let append = PartitionAppend {
+        tenant: req.tenant.as_str(),
+        queue: queue.as_str(),
+        partition: partition.as_str(),
+        known_last: req.windows.known(&key),
+        default_window_secs: req.default_window_secs,
+        segments: &segments,
+        hashes: &hashes,
+        producer: None,
+    };
+    let Some(AppendOutcome::Stored {
+        partition_id,
+        previous_last,
+        window_secs,
+        ..
+    }) = single_append::append_alone(conn, &append).await?
+    else {
+        return Ok(false);
+    };
+    Metrics::bump(&req.metrics.push_single_appends);
+    Metrics::bump(&req.metrics.push_alone_commits);
+    let stored = Stored {
+        partition_id,
+        previous_last,
+        window_secs,
+    };
+    answer_stored(req, &pending, &stored, outcomes);
+    answer_repeats(&repeats, outcomes);
+    Ok(true)
+}
+
+/// Dedup within the batch: the first occurrence of each transaction id is pending, later
+/// repeats point at it.
+fn split_repeats(req: &Request<'_>, refs: &[Ref]) -> (Vec<Ref>, Vec<(Ref, Ref)>) {
+    let mut first_of: HashMap<&str, Ref> = HashMap::new();
+    let mut repeats: Vec<(Ref, Ref)> = Vec::new();
+    let mut pending: Vec<Ref> = Vec::new();
+    for &r in refs {
+        match first_of.get(req.txn(r)) {
+            Some(&first) => repeats.push((r, first)),
+            None => {
+                first_of.insert(req.txn(r), r);
+                pending.push(r);
+            }
+        }
+    }
+    (pending, repeats)
+}
+
+/// Answers each repeat as its first occurrence was answered: `duplicate`, or refused for
+/// maxSize as it was.
+fn answer_repeats(repeats: &[(Ref, Ref)], outcomes: &mut Outcomes) {
+    for &((j, i), (fj, fi)) in repeats {
+        let original = outcomes[fj][fi]
+            .clone()
+            .expect("the first occurrence was resolved above");
+        let status = match original.status {
+            full @ PushStatus::Full { .. } => full,
+            _ => PushStatus::Duplicate,
+        };
+        outcomes[j][i] = Some(PushOutcome { status, ..original });
+    }
+}
+
+/// Where an append stored a partition's pending items.
+struct Stored {
+    partition_id: i64,
+    previous_last: i64,
+    window_secs: i32,
+}
+
+/// Answers `pending` as queued at consecutive offsets after `stored.previous_last`.
+fn answer_stored(req: &Request<'_>, pending: &[Ref], stored: &Stored, outcomes: &mut Outcomes) {
+    for (k, &(j, i)) in pending.iter().enumerate() {
+        outcomes[j][i] = Some(PushOutcome {
+            status: PushStatus::Queued,
+            transaction_id: req.txn((j, i)).to_owned(),
+            message_id: req.message_id((j, i)),
+            partition_id: stored.partition_id,
+            offset: stored.previous_last + 1 + k as i64,
+            txn_hash: req.hash((j, i)),
+            dedup_window_secs: stored.window_secs,
+        });
+    }
 }
 
 /// Stores `pending` (items of one partition, request order, no repeats among them) minus
@@ -161,17 +259,12 @@ async fn append_partition(
                 } else {
                     &req.metrics.push_function_appends
                 });
-                for (k, &(j, i)) in pending.iter().enumerate() {
-                    outcomes[j][i] = Some(PushOutcome {
-                        status: PushStatus::Queued,
-                        transaction_id: req.txn((j, i)).to_owned(),
-                        message_id: req.message_id((j, i)),
-                        partition_id,
-                        offset: previous_last + 1 + k as i64,
-                        txn_hash: req.hash((j, i)),
-                        dedup_window_secs: window_secs,
-                    });
-                }
+                let stored = Stored {
+                    partition_id,
+                    previous_last,
+                    window_secs,
+                };
+                answer_stored(req, &pending, &stored, outcomes);
                 return Ok(());
             }
             AppendOutcome::Full {

@@ -18,7 +18,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tracing::debug;
 
-use super::{announce, stage_many, PreparedPush, PushError, PushItem, PushOutcome, Staged};
+use super::{
+    announce, stage_many, store_alone, PreparedPush, PushError, PushItem, PushOutcome, Staged,
+};
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
 use crate::domain::Tenant;
@@ -206,16 +208,17 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
     let zstd_level = broker.config.push.zstd_level;
     let mut conn = broker.db.conn().await?;
     let result = async {
+        if let [(tenant, ks)] = Vec::from_iter(&by_tenant)[..] {
+            let staged = staged_of(jobs, ks);
+            if let Some(alone) = store_alone(&mut conn, broker, tenant, &staged, zstd_level).await?
+            {
+                return Ok(alone.into_iter().map(Some).collect());
+            }
+        }
         let tx = DataTransaction::begin(&mut conn).await?;
         let mut outcomes: Vec<Option<Vec<PushOutcome>>> = vec![None; jobs.len()];
         for (tenant, ks) in &by_tenant {
-            let staged: Vec<Staged<'_>> = ks
-                .iter()
-                .map(|&k| Staged {
-                    items: &jobs[k].items,
-                    prepared: &jobs[k].prepared,
-                })
-                .collect();
+            let staged = staged_of(jobs, ks);
             let per = stage_many(&tx, broker, tenant, &staged, zstd_level).await?;
             for (&k, o) in ks.iter().zip(per) {
                 outcomes[k] = Some(o);
@@ -236,4 +239,14 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
         Err(PushError::Db(error)) => Err(PushError::Db(conn.note(error))),
         Err(other) => Err(other),
     }
+}
+
+/// The jobs `ks` as requests to stage together.
+fn staged_of<'a>(jobs: &'a [Job], ks: &[usize]) -> Vec<Staged<'a>> {
+    ks.iter()
+        .map(|&k| Staged {
+            items: &jobs[k].items,
+            prepared: &jobs[k].prepared,
+        })
+        .collect()
 }
