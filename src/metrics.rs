@@ -59,8 +59,8 @@ pub struct Metrics {
     pub push_commits: AtomicU64,
     /// Partition appends made by the one-statement append.
     pub push_single_appends: AtomicU64,
-    /// Of those, appends committed in the same round trip as their statement (a push, or
-    /// combined pushes, of one partition: see `log::push::store_alone`).
+    /// Commits of pushes sent with their append statement in one round trip (see
+    /// `log::push::store_alone`).
     pub push_alone_commits: AtomicU64,
     /// Partition appends made by `log_push_v2` (the append the one statement declined).
     pub push_function_appends: AtomicU64,

@@ -78,23 +78,23 @@ impl PgConn {
 
     /// Runs one statement in a transaction of its own in one round trip: `BEGIN`, the
     /// statement and `COMMIT` go out together (tokio-postgres pipelines requests polled
-    /// together) and the answer is read after the commit's, so a row returned here is
+    /// together) and the answer is read after the commit's, so rows returned here are
     /// committed (and flushed, under `synchronous_commit`). A statement that fails leaves
     /// nothing: PostgreSQL turns the `COMMIT` of the failed transaction into a rollback.
     /// Once sent, the three run even if this future is dropped; until all three answered
     /// the connection counts as in a transaction, so a dropped caller never returns it to
     /// the pool mid-way.
-    pub async fn query_opt_alone(
+    pub async fn query_alone(
         &mut self,
         op: &'static str,
         statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, DbError> {
+    ) -> Result<Vec<Row>, DbError> {
         self.in_transaction = true;
         let client = &self.client;
         let (begun, row, committed) = tokio::join!(
             client.batch_execute("BEGIN"),
-            client.query_opt(statement, params),
+            client.query(statement, params),
             client.batch_execute("COMMIT"),
         );
         // All three were answered: the session is outside any transaction again.

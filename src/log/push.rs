@@ -316,9 +316,10 @@ pub async fn stage_many(
     Ok(answered(outcomes))
 }
 
-/// [`stage_many`] and its commit in one round trip, for the requests whose items all go to
-/// one partition and make one new segment (see `append::append_alone`). `None`, having
-/// stored nothing, for any other push: the caller opens its transaction as usual.
+/// [`stage_many`] and its commit in one round trip, for requests none of whose transaction
+/// ids the dedup windows hold and whose items make one new segment per partition (see
+/// `append::append_alone`). `None`, having stored nothing, for any other push: the caller
+/// opens its transaction as usual.
 pub async fn store_alone(
     conn: &mut PgConn,
     broker: &Broker,

@@ -3,63 +3,92 @@
 //! `queen.log_push_v2` answers every push shape, but it is plpgsql: about eight statements,
 //! each with its executor start-up, for a push that in most cases appends one segment to a
 //! partition whose last offset the broker's dedup window already covers. This statement does
-//! exactly that append and nothing else: it locks the partition row `FOR NO KEY UPDATE`
-//! (held to the caller's COMMIT, as `log_push_v2` holds it), and appends only when the
-//! window's check is complete (the partition's last offset is the one the broker knows, or
-//! the partition is empty, or the queue's dedup is off), with the same offsets, created_at
-//! rule and hashes `log_push_v2` would write. When the queue or partition row is missing, the
-//! queue sets a `maxSize` (only `log_push_v2` counts it), or other writers appended since, it
-//! writes nothing and returns no row; the caller then calls
-//! `log_push_v2` in the same transaction, which answers as it always did.
+//! exactly that append, for one partition or several at once, and nothing else: it locks
+//! the partition rows `FOR NO KEY UPDATE` in (queue, partition) byte order (the order every
+//! append locks them in; held to the caller's COMMIT, as `log_push_v2` holds them), and
+//! appends only when the window's check is complete for every one of them (each partition's
+//! last offset is the one the broker knows, or the partition is empty, or the queue's dedup
+//! is off), with the same offsets, created_at rule and hashes `log_push_v2` would write.
+//! When a queue or partition row is missing, a queue sets a `maxSize` (only `log_push_v2`
+//! counts it), or other writers appended since, it writes nothing at all and returns no
+//! row (and, unless a writer appended between its unlocked check and its lock, it locks
+//! nothing either); the caller then takes `log_push_v2`, which answers as it always did.
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Row, Statement};
 
 use super::super::{DbError, PgConn};
-use super::{AppendOutcome, NewSegment, PartitionAppend};
+use super::{AppendOutcome, PartitionAppend};
 
-/// `$1` tenant, `$2` queue, `$3` partition, `$4` the last offset the broker's window covers
-/// (NULL: none), `$5` the broker's default dedup window, `$6` message count, `$7` codec,
-/// `$8` blob, `$9` the messages' hashes, `$10` producer. One row (partition id, last offset
-/// before the append, dedup window) when it appended; none otherwise.
-const SINGLE_APPEND: &str = "
-WITH part AS (
-    SELECT p.id, p.last_offset, coalesce(q.dedup_window_seconds, $5::integer) AS window_seconds
-    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-    WHERE q.tenant = $1 AND q.name = $2 AND p.name = $3
-      -- A queue with a maxSize is counted and locked by log_push_v2 only.
-      AND q.max_size = 0
+/// `$1` tenant, then one array element per partition: `$2` queue, `$3` partition, `$4` the
+/// last offset the broker's window covers (NULL: none), `$6` message count, `$7` codec,
+/// `$8` blob, `$10` producer; `$5` the broker's default dedup window; `$9` every message's
+/// hash, partition after partition. One row per partition (its place in the arrays from 1,
+/// partition id, last offset before the append, dedup window) when it appended them all;
+/// none otherwise.
+const APPEND: &str = r#"
+WITH req AS (
+    SELECT r.k, r.queue, r.partition, r.known_last, r.cnt, r.codec, r.blob, r.producer,
+           (sum(r.cnt) OVER (ORDER BY r.k) - r.cnt)::integer AS hash_from
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $6::integer[], $7::smallint[],
+                $8::bytea[], $10::text[])
+         WITH ORDINALITY AS r(queue, partition, known_last, cnt, codec, blob, producer, k)
+), fresh AS (
+    -- The same check without locks first: a push that must decline (another writer
+    -- appended since, a partition is missing) declines without locking a row, so its
+    -- transaction stays read-only and its COMMIT waits for no flush.
+    SELECT count(*) = cardinality($2::text[]) AS all_ok
+    FROM req
+    JOIN queen.queues q ON q.tenant = $1 AND q.name = req.queue
+    JOIN queen.log_partitions p ON p.queue_id = q.id AND p.name = req.partition
+    WHERE q.max_size = 0
+      AND NOT (coalesce(q.dedup_window_seconds, $5::integer) > 0 AND p.last_offset >= 0
+               AND p.last_offset IS DISTINCT FROM req.known_last)
+), part AS (
+    SELECT req.k, p.id, p.last_offset,
+           coalesce(q.dedup_window_seconds, $5::integer) AS window_seconds
+    FROM req
+    JOIN queen.queues q ON q.tenant = $1 AND q.name = req.queue
+    JOIN queen.log_partitions p ON p.queue_id = q.id AND p.name = req.partition
+    -- A queue with a maxSize is counted and locked by log_push_v2 only.
+    WHERE q.max_size = 0 AND (SELECT all_ok FROM fresh)
+    ORDER BY req.queue COLLATE "C", req.partition COLLATE "C"
     FOR NO KEY UPDATE OF p
 ), ok AS (
-    SELECT part.id, part.last_offset, part.window_seconds,
+    SELECT part.k, part.id, part.last_offset, part.window_seconds, req.cnt, req.codec,
+           req.blob, req.producer, req.hash_from,
            greatest(clock_timestamp(),
                     (SELECT s.created_at FROM queen.log_segments s
                      WHERE s.partition_id = part.id
                      ORDER BY s.base_offset DESC LIMIT 1)) AS created
-    FROM part
+    FROM part JOIN req ON req.k = part.k
     WHERE NOT (part.window_seconds > 0 AND part.last_offset >= 0
-               AND part.last_offset IS DISTINCT FROM $4::bigint)
+               AND part.last_offset IS DISTINCT FROM req.known_last)
+), go AS (
+    SELECT count(*) = cardinality($2::text[]) AS all_ok FROM ok
 ), ins AS (
     INSERT INTO queen.log_segments
         (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
          txn_hashes)
-    SELECT ok.id, ok.last_offset + 1, ok.last_offset + $6::integer, $6::integer, ok.created,
-           $7::smallint, $10::text, $8::bytea, $9::bigint[]
-    FROM ok
+    SELECT ok.id, ok.last_offset + 1, ok.last_offset + ok.cnt, ok.cnt, ok.created, ok.codec,
+           ok.producer, ok.blob, ($9::bigint[])[ok.hash_from + 1 : ok.hash_from + ok.cnt]
+    FROM ok, go WHERE go.all_ok
     RETURNING partition_id
 ), upd AS (
     UPDATE queen.log_partitions p
-    SET last_offset = ok.last_offset + $6::integer,
+    SET last_offset = ok.last_offset + ok.cnt,
         last_write_at = date_trunc('second', ok.created)
-    FROM ok WHERE p.id = ok.id
+    FROM ok, go
+    WHERE go.all_ok AND p.id = ok.id
     RETURNING p.id
 )
-SELECT ok.id, ok.last_offset, ok.window_seconds
-FROM ok JOIN ins ON ins.partition_id = ok.id JOIN upd ON upd.id = ok.id";
+SELECT ok.k, ok.id, ok.last_offset, ok.window_seconds
+FROM ok JOIN ins ON ins.partition_id = ok.id JOIN upd ON upd.id = ok.id"#;
 
-/// Prepares (once per connection) the statement of [`try_single_append`].
+/// Prepares (once per connection) the statement of [`try_single_append`] and
+/// [`append_alone`].
 pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
-    conn.statement("push_single_append", SINGLE_APPEND).await
+    conn.statement("push_single_append", APPEND).await
 }
 
 /// Appends `append` in one statement when it is one segment the window's check already
@@ -71,69 +100,138 @@ pub async fn try_single_append(
     statement: &Statement,
     append: &PartitionAppend<'_>,
 ) -> Result<Option<AppendOutcome>, DbError> {
-    let Some(segment) = single_segment(append) else {
+    let Some(arrays) = Arrays::of(std::slice::from_ref(append)) else {
         return Ok(None);
     };
-    let row = tx
-        .query_opt(statement, &params(append, &segment))
+    let rows = tx
+        .query(statement, &arrays.params())
         .await
         .map_err(|e| DbError::query("push_single_append", e))?;
-    Ok(row.map(stored))
+    let appended = stored(rows, 1).and_then(|mut all| all.pop());
+    Ok(appended.map(|a| AppendOutcome::Stored {
+        partition_id: a.partition_id,
+        previous_last: a.previous_last,
+        window_secs: a.window_secs,
+        single_statement: true,
+    }))
 }
 
-/// [`try_single_append`] in a transaction of its own, committed in the same round trip
-/// (see [`PgConn::query_opt_alone`]): `Some(Stored)` once the append is committed, `None`
-/// when nothing was written (the caller then runs its transaction with `log_push_v2`).
-/// This is the push of one partition that the window already covers: one round trip to
-/// PostgreSQL instead of three (`BEGIN`, the append, `COMMIT`).
+/// The statement for every partition of `appends` (each one segment, in (queue,
+/// partition) order) in a transaction of its own, committed in the same round trip (see
+/// [`PgConn::query_alone`]): one outcome per append once they are all committed, `None` when
+/// nothing was written (the caller then runs its transaction with `log_push_v2`). This is
+/// the common push, or combined pushes, that the windows already cover: one round trip to
+/// PostgreSQL instead of `BEGIN`, one per partition and `COMMIT`.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
 pub async fn append_alone(
     conn: &mut PgConn,
-    append: &PartitionAppend<'_>,
-) -> Result<Option<AppendOutcome>, DbError> {
-    let Some(segment) = single_segment(append) else {
+    appends: &[PartitionAppend<'_>],
+) -> Result<Option<Vec<Appended>>, DbError> {
+    let Some(arrays) = Arrays::of(appends) else {
         return Ok(None);
     };
     let statement = statement(conn).await?;
-    let row = conn
-        .query_opt_alone("push_single_append", &statement, &params(append, &segment))
+    let rows = conn
+        .query_alone("push_single_append", &statement, &arrays.params())
         .await?;
-    Ok(row.map(stored))
+    Ok(stored(rows, appends.len()))
 }
 
-/// The one segment of `append` when it is the shape the statement takes.
-fn single_segment<'a>(append: &PartitionAppend<'a>) -> Option<NewSegment<'a>> {
-    let [segment] = append.segments else {
-        return None;
-    };
-    let counted = usize::try_from(segment.count).ok() == Some(append.hashes.len());
-    (segment.count >= 1 && counted).then_some(*segment)
+/// Where the statement stored one partition's segment.
+#[derive(Debug, Clone, Copy)]
+pub struct Appended {
+    /// The partition's id.
+    pub partition_id: i64,
+    /// The partition's last offset before the append.
+    pub previous_last: i64,
+    /// The queue's dedup window, seconds (0: off).
+    pub window_secs: i32,
 }
 
-/// The statement's parameters, in `$n` order.
-fn params<'a>(
-    append: &'a PartitionAppend<'_>,
-    segment: &'a NewSegment<'_>,
-) -> [&'a (dyn ToSql + Sync); 10] {
-    [
-        &append.tenant,
-        &append.queue,
-        &append.partition,
-        &append.known_last,
-        &append.default_window_secs,
-        &segment.count,
-        &segment.codec,
-        &segment.bytes,
-        &append.hashes,
-        &append.producer,
-    ]
+/// The statement's parameters as arrays, one element per partition.
+struct Arrays<'a> {
+    tenant: &'a str,
+    default_window_secs: i32,
+    queues: Vec<&'a str>,
+    partitions: Vec<&'a str>,
+    known: Vec<Option<i64>>,
+    counts: Vec<i32>,
+    codecs: Vec<i16>,
+    blobs: Vec<&'a [u8]>,
+    hashes: Vec<i64>,
+    producers: Vec<Option<&'a str>>,
 }
 
-fn stored(row: Row) -> AppendOutcome {
-    AppendOutcome::Stored {
-        partition_id: row.get(0),
-        previous_last: row.get(1),
-        window_secs: row.get(2),
-        single_statement: true,
+impl<'a> Arrays<'a> {
+    /// `None` when some append is not the statement's shape (one segment whose count is its
+    /// number of hashes), or the appends are not of one tenant.
+    fn of(appends: &[PartitionAppend<'a>]) -> Option<Self> {
+        let first = appends.first()?;
+        let mut arrays = Arrays {
+            tenant: first.tenant,
+            default_window_secs: first.default_window_secs,
+            queues: Vec::with_capacity(appends.len()),
+            partitions: Vec::with_capacity(appends.len()),
+            known: Vec::with_capacity(appends.len()),
+            counts: Vec::with_capacity(appends.len()),
+            codecs: Vec::with_capacity(appends.len()),
+            blobs: Vec::with_capacity(appends.len()),
+            hashes: Vec::new(),
+            producers: Vec::with_capacity(appends.len()),
+        };
+        for append in appends {
+            let [segment] = append.segments else {
+                return None;
+            };
+            let counted = usize::try_from(segment.count).ok() == Some(append.hashes.len());
+            if segment.count < 1 || !counted || append.tenant != first.tenant {
+                return None;
+            }
+            arrays.queues.push(append.queue);
+            arrays.partitions.push(append.partition);
+            arrays.known.push(append.known_last);
+            arrays.counts.push(segment.count);
+            arrays.codecs.push(segment.codec);
+            arrays.blobs.push(segment.bytes);
+            arrays.hashes.extend_from_slice(append.hashes);
+            arrays.producers.push(append.producer);
+        }
+        Some(arrays)
     }
+
+    /// In `$n` order.
+    fn params(&self) -> [&(dyn ToSql + Sync); 10] {
+        [
+            &self.tenant,
+            &self.queues,
+            &self.partitions,
+            &self.known,
+            &self.default_window_secs,
+            &self.counts,
+            &self.codecs,
+            &self.blobs,
+            &self.hashes,
+            &self.producers,
+        ]
+    }
+}
+
+/// Where each of the `n` partitions was appended, in the arrays' order, when all were.
+fn stored(rows: Vec<Row>, n: usize) -> Option<Vec<Appended>> {
+    if rows.len() != n {
+        return None;
+    }
+    let mut appended: Vec<Option<Appended>> = vec![None; n];
+    for row in rows {
+        let k: i64 = row.get(0);
+        let slot = usize::try_from(k - 1)
+            .ok()
+            .and_then(|k| appended.get_mut(k))?;
+        *slot = Some(Appended {
+            partition_id: row.get(1),
+            previous_last: row.get(2),
+            window_secs: row.get(3),
+        });
+    }
+    appended.into_iter().collect()
 }

@@ -14,7 +14,8 @@ use tracing::debug;
 
 use super::window::{DedupWindows, Hit, Learned, WindowKey};
 use super::{PushError, PushItem, PushOutcome, PushStatus, Staged};
-use crate::db::push::{single_append, AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
+use crate::db::push::single_append::{self, Appended};
+use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
 use crate::db::PgConn;
 use crate::domain::{PartitionName, QueueName, Tenant};
@@ -81,65 +82,81 @@ pub(super) async fn append_groups(
     Ok(())
 }
 
-/// The push of one partition in one round trip to PostgreSQL (see
-/// [`single_append::append_alone`]): when every item goes to one partition, the
-/// partition's window holds none of their transaction ids and they make one segment, that
-/// segment is appended and committed by itself. `Ok(false)` when the push is not of that
-/// shape or the statement declined: nothing was stored or answered, and the caller runs
-/// its transaction as usual.
+/// The push (or combined pushes) in one round trip to PostgreSQL (see
+/// [`single_append::append_alone`]): when no partition's window holds any of the items'
+/// transaction ids and each partition's items make one segment, all the segments are
+/// appended and committed by one statement. `Ok(false)` when the push is not of that shape
+/// or the statement declined: nothing was stored or answered, and the caller runs its
+/// transaction as usual.
 pub(super) async fn append_alone(
     conn: &mut PgConn,
     req: &Request<'_>,
     groups: &Groups<'_>,
     outcomes: &mut Outcomes,
 ) -> Result<bool, PushError> {
-    let mut entries = groups.iter();
-    let (Some(((queue, partition), refs)), None) = (entries.next(), entries.next()) else {
-        return Ok(false);
-    };
-    let (pending, repeats) = split_repeats(req, refs);
-    let key = WindowKey::new(req.tenant, queue, partition);
-    let hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
-    if req.windows.find(&key, &hashes).iter().any(Option::is_some) {
-        return Ok(false);
+    struct Ready<'a> {
+        queue: &'a QueueName,
+        partition: &'a PartitionName,
+        known: Option<i64>,
+        pending: Vec<Ref>,
+        repeats: Vec<(Ref, Ref)>,
+        hashes: Vec<i64>,
+        segment: (i32, Codec, Cow<'a, [u8]>),
     }
-    let built = build(req, &pending)?;
-    let [(count, codec, bytes)] = &built.segments[..] else {
+    let mut ready = Vec::with_capacity(groups.len());
+    for ((queue, partition), refs) in groups {
+        let (pending, repeats) = split_repeats(req, refs);
+        let key = WindowKey::new(req.tenant, queue, partition);
+        let hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
+        if req.windows.find(&key, &hashes).iter().any(Option::is_some) {
+            return Ok(false);
+        }
+        let Ok::<[_; 1], _>([segment]) = build(req, &pending)?.segments.try_into() else {
+            return Ok(false);
+        };
+        ready.push(Ready {
+            queue,
+            partition,
+            known: req.windows.known(&key),
+            pending,
+            repeats,
+            hashes,
+            segment,
+        });
+    }
+    let segments: Vec<[NewSegment<'_>; 1]> = ready
+        .iter()
+        .map(|r| {
+            [NewSegment {
+                count: r.segment.0,
+                codec: r.segment.1.as_i16(),
+                bytes: &r.segment.2,
+            }]
+        })
+        .collect();
+    let appends: Vec<PartitionAppend<'_>> = ready
+        .iter()
+        .zip(&segments)
+        .map(|(r, segments)| PartitionAppend {
+            tenant: req.tenant.as_str(),
+            queue: r.queue.as_str(),
+            partition: r.partition.as_str(),
+            known_last: r.known,
+            default_window_secs: req.default_window_secs,
+            segments,
+            hashes: &r.hashes,
+            producer: None,
+        })
+        .collect();
+    let Some(answers) = single_append::append_alone(conn, &appends).await? else {
         return Ok(false);
     };
-    let segments = [NewSegment {
-        count: *count,
-        codec: codec.as_i16(),
-        bytes,
-    }];
-    let append = PartitionAppend {
-        tenant: req.tenant.as_str(),
-        queue: queue.as_str(),
-        partition: partition.as_str(),
-        known_last: req.windows.known(&key),
-        default_window_secs: req.default_window_secs,
-        segments: &segments,
-        hashes: &hashes,
-        producer: None,
-    };
-    let Some(AppendOutcome::Stored {
-        partition_id,
-        previous_last,
-        window_secs,
-        ..
-    }) = single_append::append_alone(conn, &append).await?
-    else {
-        return Ok(false);
-    };
-    Metrics::bump(&req.metrics.push_single_appends);
     Metrics::bump(&req.metrics.push_alone_commits);
-    let stored = Stored {
-        partition_id,
-        previous_last,
-        window_secs,
-    };
-    answer_stored(req, &pending, &stored, outcomes);
-    answer_repeats(&repeats, outcomes);
+    for (r, stored) in ready.iter().zip(answers) {
+        Metrics::bump(&req.metrics.push_single_appends);
+        answer_stored(req, &r.pending, &stored, outcomes);
+        answer_repeats(&r.repeats, outcomes);
+    }
     Ok(true)
 }
 
@@ -176,15 +193,8 @@ fn answer_repeats(repeats: &[(Ref, Ref)], outcomes: &mut Outcomes) {
     }
 }
 
-/// Where an append stored a partition's pending items.
-struct Stored {
-    partition_id: i64,
-    previous_last: i64,
-    window_secs: i32,
-}
-
 /// Answers `pending` as queued at consecutive offsets after `stored.previous_last`.
-fn answer_stored(req: &Request<'_>, pending: &[Ref], stored: &Stored, outcomes: &mut Outcomes) {
+fn answer_stored(req: &Request<'_>, pending: &[Ref], stored: &Appended, outcomes: &mut Outcomes) {
     for (k, &(j, i)) in pending.iter().enumerate() {
         outcomes[j][i] = Some(PushOutcome {
             status: PushStatus::Queued,
@@ -259,7 +269,7 @@ async fn append_partition(
                 } else {
                     &req.metrics.push_function_appends
                 });
-                let stored = Stored {
+                let stored = Appended {
                     partition_id,
                     previous_last,
                     window_secs,
