@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::fixtures::counter;
+use crate::support::fixtures::{counter, sql_count};
 use crate::support::{postgres, TestBroker};
 
 /// Both append counters, read now: (one statement, log_push_v2).
@@ -281,4 +281,54 @@ async fn concurrent_pushes_over_several_shared_partitions_store_each_id_once() {
     }
     delivered.sort();
     assert_eq!(delivered, sorted);
+}
+
+/// A push of 100 small messages (a segment of several kB, past PostgreSQL's 2 kB TOAST
+/// threshold) is stored in the segment row itself: no TOAST chunk is written for it, so
+/// the push writes one row and a pop reads it without the TOAST index.
+#[actix_rt::test]
+async fn a_segment_of_a_hundred_small_messages_stays_in_its_row() {
+    // Arrange
+    let b = TestBroker::start().await;
+    // Padding of pseudo-random hex, so zstd leaves the segment well past 2 kB.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut pad = || {
+        (0..4)
+            .map(|_| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                format!("{seed:016x}")
+            })
+            .collect::<String>()
+    };
+    let payloads: Vec<Value> = (0..100).map(|n| json!({ "n": n, "pad": pad() })).collect();
+    let toast = "SELECT count(*) FROM pg_class c \
+                 WHERE c.oid = (SELECT reltoastrelid FROM pg_class \
+                                WHERE oid = 'queen.log_segments'::regclass)";
+    assert_eq!(
+        sql_count(&b, toast).await,
+        1,
+        "log_segments has a TOAST table"
+    );
+    let chunks = "SELECT (xpath('/row/c/text()', \
+                  query_to_xml(format('SELECT count(*) AS c FROM pg_toast.%I', c.relname), \
+                  false, true, '')))[1]::text::bigint \
+                  FROM pg_class c WHERE c.oid = (SELECT reltoastrelid FROM pg_class \
+                                                 WHERE oid = 'queen.log_segments'::regclass)";
+
+    // Act
+    b.push("inline", "P", &payloads).await;
+    b.push("inline", "P", &payloads).await;
+
+    // Assert
+    let size = "SELECT max(octet_length(blob))::bigint FROM queen.log_segments s \
+                JOIN queen.log_partitions p ON p.id = s.partition_id \
+                JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'inline'";
+    assert!(
+        sql_count(&b, size).await > 2048,
+        "the segment is past the TOAST threshold"
+    );
+    assert_eq!(sql_count(&b, chunks).await, 0, "no TOAST chunk was written");
+    let popped = b.pop_messages("/api/v1/pop/queue/inline?batch=200").await;
+    assert_eq!(popped.len(), 200);
+    assert_eq!(popped[99]["data"], payloads[99]);
 }
