@@ -74,6 +74,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("048_log_render_failed.sql"),
     sql_file!("049_retention_cursor_lock.sql"),
     sql_file!("050_queue_options.sql"),
+    sql_file!("051_log_pop_v3.sql"),
 ];
 
 /// Where refinery records applied migrations.
