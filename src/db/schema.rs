@@ -75,6 +75,8 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("049_retention_cursor_lock.sql"),
     sql_file!("050_queue_options.sql"),
     sql_file!("051_log_pop_v3.sql"),
+    sql_file!("052_log_ack_v2_options.sql"),
+    sql_file!("053_log_render_failed_options.sql"),
 ];
 
 /// Where refinery records applied migrations.

@@ -1,0 +1,126 @@
+//! `retryDelay`: a nacked message (and the rest of its partition) is not delivered again
+//! before the delay has passed, and is delivered once it has: the group actor revisits
+//! the partition then, without waiting for a reseed.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::fixtures::{configure, entry, numbers, offsets};
+use crate::support::{eventually, payloads, TestBroker};
+
+/// The delay of the queue under test.
+const DELAY: Duration = Duration::from_millis(1_500);
+
+/// A nacked message is held back for retryDelay: pops before it find nothing (while
+/// another partition of the queue still serves), and a pop after it gets the message again.
+#[actix_rt::test]
+async fn a_nacked_message_is_not_redelivered_before_the_retry_delay_and_is_after_it() {
+    // Arrange: reseeds far apart, so only the actor's wheel can bring the partition back.
+    let b = TestBroker::start_with(&[("QUEEN_HOTLIST_RESEED_MS", "60000")]).await;
+    configure(
+        &b,
+        "delayed-retry",
+        json!({ "retryDelay": DELAY.as_millis() as i64 }),
+    )
+    .await;
+    b.push("delayed-retry", "p", &numbers(0..3)).await;
+    let first = b
+        .pop_messages("/api/v1/pop/queue/delayed-retry?batch=10")
+        .await;
+    assert_eq!(payloads(&first), numbers(0..3));
+
+    let done = b.ack_all(&first[..1], "completed", None).await;
+    assert_eq!(done[0]["success"], true, "{done:?}");
+
+    // Act
+    let (_, nack) = b
+        .post(
+            "/api/v1/ack",
+            &entry(&first[1], "failed", Some("later please")),
+        )
+        .await;
+    let nacked_at = Instant::now();
+    b.push("delayed-retry", "other", &[json!("other")]).await;
+    let mut early = Vec::new();
+    while nacked_at.elapsed() < DELAY - Duration::from_millis(300) {
+        early.extend(
+            b.pop_messages("/api/v1/pop/queue/delayed-retry?batch=10")
+                .await,
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let again = eventually(Duration::from_secs(5), || async {
+        let m = b
+            .pop_messages("/api/v1/pop/queue/delayed-retry?batch=10")
+            .await;
+        (!m.is_empty()).then_some(m)
+    })
+    .await
+    .expect("redelivered after the delay");
+    let redelivered_after = nacked_at.elapsed();
+
+    // Assert
+    assert_eq!(nack[0]["success"], true, "{nack}");
+    assert_eq!(
+        payloads(&early),
+        vec![json!("other")],
+        "only the other partition is served during the delay"
+    );
+    assert_eq!(payloads(&again), numbers(1..3));
+    assert_eq!(offsets(&again), vec![1, 2]);
+    assert!(
+        redelivered_after >= DELAY,
+        "redelivered after {redelivered_after:?}"
+    );
+}
+
+/// A consumer parked on a long-poll during the delay is answered when the delay ends.
+#[actix_rt::test]
+async fn a_parked_pop_is_answered_when_the_retry_delay_ends() {
+    // Arrange
+    let b = TestBroker::start_with(&[("QUEEN_HOTLIST_RESEED_MS", "60000")]).await;
+    configure(
+        &b,
+        "parked-retry",
+        json!({ "retryDelay": DELAY.as_millis() as i64 }),
+    )
+    .await;
+    b.push("parked-retry", "Default", &numbers(0..2)).await;
+    let first = b.pop_messages("/api/v1/pop/queue/parked-retry").await;
+    b.post("/api/v1/ack", &entry(&first[0], "failed", None))
+        .await;
+    let nacked_at = Instant::now();
+
+    // Act
+    let got = b
+        .pop_messages("/api/v1/pop/queue/parked-retry?wait=true&timeout=6000")
+        .await;
+    let answered_after = nacked_at.elapsed();
+
+    // Assert
+    assert_eq!(payloads(&got), numbers(0..2));
+    assert!(answered_after >= DELAY, "answered after {answered_after:?}");
+    assert!(
+        answered_after < DELAY + Duration::from_millis(1_500),
+        "the wheel, not a timeout or a reseed, brought it back: {answered_after:?}"
+    );
+    assert_eq!(got[0]["deliveryAttempt"], 2);
+}
+
+/// A queue that sets no retryDelay redelivers a nacked message at once, as before.
+#[actix_rt::test]
+async fn without_a_retry_delay_a_nacked_message_comes_back_at_once() {
+    // Arrange
+    let b = TestBroker::start().await;
+    b.push("no-delay", "Default", &numbers(0..2)).await;
+    let first = b.pop_messages("/api/v1/pop/queue/no-delay").await;
+    b.post("/api/v1/ack", &entry(&first[0], "failed", None))
+        .await;
+
+    // Act
+    let again = b.pop_messages("/api/v1/pop/queue/no-delay").await;
+
+    // Assert
+    assert_eq!(payloads(&again), numbers(0..2));
+}
