@@ -39,6 +39,7 @@ mod housekeeping;
 mod image;
 mod lease_and_configure;
 mod lease_expiry_attempts;
+mod lease_expiry_crowd;
 mod max_size;
 mod mesh;
 mod mesh_injection;
