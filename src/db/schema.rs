@@ -77,6 +77,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("051_log_pop_v3.sql"),
     sql_file!("052_log_ack_v2_options.sql"),
     sql_file!("053_log_render_failed_options.sql"),
+    sql_file!("054_consumer_group_seek_retry_at.sql"),
 ];
 
 /// Where refinery records applied migrations.

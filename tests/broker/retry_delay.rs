@@ -124,3 +124,46 @@ async fn without_a_retry_delay_a_nacked_message_comes_back_at_once() {
     // Assert
     assert_eq!(payloads(&again), numbers(0..2));
 }
+
+/// A seek ends the hold: a group moved past the failing message gets what is pushed next
+/// at once, not after the delay its last nack set.
+#[actix_rt::test]
+async fn a_seek_ends_a_retry_delay_hold() {
+    // Arrange: a delay far longer than the test.
+    let b = TestBroker::start().await;
+    configure(&b, "seek-held", json!({ "retryDelay": 600_000 })).await;
+    b.push("seek-held", "Default", &numbers(0..1)).await;
+    let first = b
+        .pop_messages("/api/v1/pop/queue/seek-held?consumerGroup=g")
+        .await;
+    let (_, nack) = b
+        .post(
+            "/api/v1/ack/batch",
+            &json!({
+                "acknowledgments": [entry(&first[0], "failed", None)], "consumerGroup": "g"
+            }),
+        )
+        .await;
+    assert_eq!(nack[0]["success"], true, "{nack}");
+    assert!(b
+        .pop_messages("/api/v1/pop/queue/seek-held?consumerGroup=g")
+        .await
+        .is_empty());
+
+    // Act
+    let (status, seek) = b
+        .post(
+            "/api/v1/consumer-groups/g/queues/seek-held/seek",
+            &json!({ "toEnd": true }),
+        )
+        .await;
+    b.push("seek-held", "Default", &[json!("after the seek")])
+        .await;
+    let got = b
+        .pop_messages("/api/v1/pop/queue/seek-held?consumerGroup=g")
+        .await;
+
+    // Assert
+    assert!(status.is_success(), "{seek}");
+    assert_eq!(payloads(&got), vec![json!("after the seek")]);
+}
