@@ -26,9 +26,10 @@
 --     the two limits are not delivered: filed in the dead letters (p_dead_letters,
 --     transaction id 'expired:<offset>', error 'expired') or skipped, the cursor passing
 --     them. Checked per segment (a segment's messages share its push time; created_at
---     grows with base_offset, so expired segments are a prefix). At most 10,000 messages
---     are expired per claim: past that the claim stops there, having moved the cursor,
---     and the next claim goes on.
+--     grows with base_offset, so expired segments are a prefix). A claim expires at most
+--     10,000 messages, and files at most 16 MB of segment copies (each dead letter holds a
+--     copy of its segment), at least one segment: past that it stops there, having moved
+--     the cursor, and the next claim goes on.
 --   Returns the same rows as log_pop_v2. Locks as log_pop_v2.
 --
 -- queen.log_pop_v2(...)  now a wrapper: reads the options above, calls log_pop_v3.
@@ -100,6 +101,8 @@ DECLARE
     v_fail_count integer;
     v_cutoff     timestamptz;
     v_expired    integer := 0;
+    v_copied     bigint := 0;
+    v_n          integer;
     v_head       record;
     v_wanted     bigint;
     v_budget     integer := p_budget;
@@ -226,28 +229,33 @@ BEGIN
             CASE WHEN coalesce(p_max_wait, 0) > 0
                  THEN v_now - make_interval(secs => coalesce(p_delay, 0) + p_max_wait) END);
         LOOP
-            SELECT s.base_offset, s.end_offset, s.created_at INTO v_head
+            SELECT s.base_offset, s.end_offset, s.created_at, octet_length(s.blob) AS bytes
+            INTO v_head
             FROM queen.log_segments s
             WHERE s.partition_id = p_pid AND s.base_offset <= v_committed + 1
             ORDER BY s.base_offset DESC LIMIT 1;
             IF NOT FOUND OR v_head.end_offset <= v_committed THEN
-                SELECT s.base_offset, s.end_offset, s.created_at INTO v_head
+                SELECT s.base_offset, s.end_offset, s.created_at,
+                       octet_length(s.blob) AS bytes
+                INTO v_head
                 FROM queen.log_segments s
                 WHERE s.partition_id = p_pid AND s.base_offset > v_committed + 1
                 ORDER BY s.base_offset LIMIT 1;
                 EXIT WHEN NOT FOUND;
             END IF;
             EXIT WHEN v_head.created_at >= v_cutoff OR v_head.base_offset > v_last_off;
+            v_n := (least(v_head.end_offset, v_last_off)
+                    - greatest(v_committed + 1, v_head.base_offset) + 1)::integer;
             IF p_dead_letters THEN
                 PERFORM queen.log_dead_letter_span_v1(
                     p_pid, p_group, v_head.base_offset,
                     greatest(v_committed + 1, v_head.base_offset),
                     least(v_head.end_offset, v_last_off), 'expired:', 'expired', 0);
+                v_copied := v_copied + v_n::bigint * v_head.bytes;
             END IF;
-            v_expired := v_expired + (least(v_head.end_offset, v_last_off)
-                                      - greatest(v_committed + 1, v_head.base_offset) + 1)::integer;
+            v_expired := v_expired + v_n;
             v_committed := least(v_head.end_offset, v_last_off);
-            EXIT WHEN v_expired >= 10000 OR v_committed >= v_last_off;
+            EXIT WHEN v_expired >= 10000 OR v_copied >= 16777216 OR v_committed >= v_last_off;
         END LOOP;
         IF v_expired > 0 THEN
             IF v_fail_off IS NOT NULL AND v_fail_off <= v_committed THEN
@@ -261,7 +269,7 @@ BEGIN
                 failed_offset = v_fail_off, failed_count = v_fail_count
             WHERE c.partition_id = p_pid AND c.consumer_group = p_group;
             v_from_cur := v_committed;
-            IF v_expired >= 10000 OR v_last_off <= v_committed THEN
+            IF v_expired >= 10000 OR v_copied >= 16777216 OR v_last_off <= v_committed THEN
                 RETURN;
             END IF;
         END IF;

@@ -211,3 +211,96 @@ async fn an_expired_dead_letter_is_retried_by_its_listed_transaction_id() {
     assert_eq!(payloads(&again), vec![json!("late")]);
     assert!(dead_letters(&b, "ttl-retry").await.is_empty());
 }
+
+/// The cursor of queue mode in a partition.
+async fn committed(b: &TestBroker, pid: i64) -> i64 {
+    crate::support::fixtures::consumer_row(b, pid, "__QUEUE_MODE__")
+        .await
+        .0
+}
+
+/// One claim expires at most 10,000 messages: a longer expired backlog takes more than one
+/// pop, each moving the cursor on, and the live message behind it comes after.
+#[actix_rt::test]
+async fn one_claim_expires_at_most_ten_thousand_messages_and_the_next_goes_on() {
+    // Arrange: 21 expired segments of 500 (skipped: no dead letters), then a live one.
+    let b = TestBroker::start().await;
+    configure(
+        &b,
+        "ttl-bound",
+        json!({ "ttl": 1, "deadLetterQueue": false }),
+    )
+    .await;
+    let first = b
+        .push(
+            "ttl-bound",
+            "Default",
+            &crate::support::fixtures::numbers(0..500),
+        )
+        .await;
+    let pid: i64 = first[0]["partitionId"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("partitionId");
+    for k in 1..21 {
+        b.push(
+            "ttl-bound",
+            "Default",
+            &crate::support::fixtures::numbers(k * 500..(k + 1) * 500),
+        )
+        .await;
+    }
+    let_time_pass(Duration::from_millis(1_300)).await;
+    b.push("ttl-bound", "Default", &[json!("live")]).await;
+
+    // Act
+    let stopped = b.pop_messages("/api/v1/pop/queue/ttl-bound?batch=10").await;
+    let cursor_after_first = committed(&b, pid).await;
+    let live = b.pop_messages("/api/v1/pop/queue/ttl-bound?batch=10").await;
+
+    // Assert
+    assert!(stopped.is_empty(), "{stopped:?}");
+    assert_eq!(
+        cursor_after_first, 9_999,
+        "10,000 messages expired by the first claim"
+    );
+    assert_eq!(payloads(&live), vec![json!("live")]);
+    assert_eq!(offsets(&live), vec![10_500]);
+}
+
+/// One claim files at most 16 MB of dead-letter copies (each dead letter copies its whole
+/// segment): with three expired segments of about 10 MB of copies each, the first pop
+/// files two and stops, the next files the third and delivers the live message.
+#[actix_rt::test]
+async fn one_claim_files_at_most_sixteen_megabytes_of_dead_letter_copies() {
+    // Arrange: 40 messages of 8 KB of random text per segment (incompressible enough).
+    let b = TestBroker::start().await;
+    configure(&b, "ttl-bytes", json!({ "ttl": 1 })).await;
+    let mut rng = fastrand::Rng::with_seed(11);
+    for _ in 0..3 {
+        let big: Vec<Value> = (0..40)
+            .map(|_| {
+                let bytes: Vec<u8> = (0..6_000).map(|_| rng.u8(..)).collect();
+                json!(base64::Engine::encode(
+                    &base64::engine::general_purpose::STANDARD,
+                    bytes
+                ))
+            })
+            .collect();
+        b.push("ttl-bytes", "Default", &big).await;
+    }
+    let_time_pass(Duration::from_millis(1_300)).await;
+    b.push("ttl-bytes", "Default", &[json!("live")]).await;
+    let filed = || sql_count(&b, "SELECT count(*) FROM queen.dead_letters");
+
+    // Act
+    let stopped = b.pop_messages("/api/v1/pop/queue/ttl-bytes?batch=10").await;
+    let filed_first = filed().await;
+    let live = b.pop_messages("/api/v1/pop/queue/ttl-bytes?batch=10").await;
+
+    // Assert
+    assert!(stopped.is_empty(), "{} messages", stopped.len());
+    assert_eq!(filed_first, 80, "two segments' copies pass 16 MB");
+    assert_eq!(payloads(&live), vec![json!("live")]);
+    assert_eq!(filed().await, 120);
+}
