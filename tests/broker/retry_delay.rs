@@ -33,14 +33,15 @@ async fn a_nacked_message_is_not_redelivered_before_the_retry_delay_and_is_after
     let done = b.ack_all(&first[..1], "completed", None).await;
     assert_eq!(done[0]["success"], true, "{done:?}");
 
-    // Act
+    // Act: the clock starts before the nack is sent, so the hold (from the nack's own
+    // time in PostgreSQL) cannot end before the delay measured here.
+    let nacked_at = Instant::now();
     let (_, nack) = b
         .post(
             "/api/v1/ack",
             &entry(&first[1], "failed", Some("later please")),
         )
         .await;
-    let nacked_at = Instant::now();
     b.push("delayed-retry", "other", &[json!("other")]).await;
     let mut early = Vec::new();
     while nacked_at.elapsed() < DELAY - Duration::from_millis(300) {
@@ -88,9 +89,9 @@ async fn a_parked_pop_is_answered_when_the_retry_delay_ends() {
     .await;
     b.push("parked-retry", "Default", &numbers(0..2)).await;
     let first = b.pop_messages("/api/v1/pop/queue/parked-retry").await;
+    let nacked_at = Instant::now();
     b.post("/api/v1/ack", &entry(&first[0], "failed", None))
         .await;
-    let nacked_at = Instant::now();
 
     // Act
     let got = b
