@@ -29,10 +29,10 @@ async fn dead_letters(b: &TestBroker, queue: &str) -> Vec<Value> {
 async fn messages_older_than_the_ttl_are_dead_lettered_and_the_younger_ones_delivered() {
     // Arrange
     let b = TestBroker::start().await;
-    configure(&b, "ttl-q", json!({ "ttl": 1 })).await;
+    configure(&b, "ttl-q", json!({ "ttl": 2 })).await;
     b.push("ttl-q", "Default", &[json!("old-0"), json!("old-1")])
         .await;
-    let_time_pass(Duration::from_millis(1_300)).await;
+    let_time_pass(Duration::from_millis(2_300)).await;
     b.push("ttl-q", "Default", &[json!("young")]).await;
 
     // Act
@@ -74,7 +74,7 @@ async fn with_dead_letters_off_expired_messages_are_skipped_for_every_group() {
     configure(
         &b,
         "ttl-skip",
-        json!({ "ttl": 1, "deadLetterQueue": false }),
+        json!({ "ttl": 2, "deadLetterQueue": false }),
     )
     .await;
     b.push("ttl-skip", "Default", &[json!("fresh")]).await;
@@ -84,7 +84,7 @@ async fn with_dead_letters_off_expired_messages_are_skipped_for_every_group() {
     assert_eq!(payloads(&fresh), vec![json!("fresh")], "within the ttl");
     b.ack_all(&fresh, "completed", Some("early")).await;
     b.push("ttl-skip", "Default", &[json!("stale")]).await;
-    let_time_pass(Duration::from_millis(1_300)).await;
+    let_time_pass(Duration::from_millis(2_300)).await;
     b.push("ttl-skip", "Default", &[json!("later")]).await;
 
     // Act
@@ -153,11 +153,11 @@ async fn max_wait_time_counts_from_visibility_and_expires_what_waited_longer() {
 async fn a_long_expired_backlog_is_passed_segment_by_segment() {
     // Arrange: 30 segments, expired, then one live message.
     let b = TestBroker::start().await;
-    configure(&b, "ttl-backlog", json!({ "ttl": 1 })).await;
+    configure(&b, "ttl-backlog", json!({ "ttl": 2 })).await;
     for i in 0..30 {
         b.push("ttl-backlog", "Default", &[json!(i)]).await;
     }
-    let_time_pass(Duration::from_millis(1_300)).await;
+    let_time_pass(Duration::from_millis(2_300)).await;
     b.push("ttl-backlog", "Default", &[json!("live")]).await;
 
     // Act
@@ -188,9 +188,9 @@ async fn a_long_expired_backlog_is_passed_segment_by_segment() {
 async fn an_expired_dead_letter_is_retried_by_its_listed_transaction_id() {
     // Arrange
     let b = TestBroker::start().await;
-    configure(&b, "ttl-retry", json!({ "ttl": 1 })).await;
+    configure(&b, "ttl-retry", json!({ "ttl": 2 })).await;
     b.push("ttl-retry", "Default", &[json!("late")]).await;
-    let_time_pass(Duration::from_millis(1_300)).await;
+    let_time_pass(Duration::from_millis(2_300)).await;
     assert!(b
         .pop_messages("/api/v1/pop/queue/ttl-retry")
         .await
@@ -228,7 +228,7 @@ async fn one_claim_expires_at_most_ten_thousand_messages_and_the_next_goes_on() 
     configure(
         &b,
         "ttl-bound",
-        json!({ "ttl": 1, "deadLetterQueue": false }),
+        json!({ "ttl": 2, "deadLetterQueue": false }),
     )
     .await;
     let first = b
@@ -250,7 +250,7 @@ async fn one_claim_expires_at_most_ten_thousand_messages_and_the_next_goes_on() 
         )
         .await;
     }
-    let_time_pass(Duration::from_millis(1_300)).await;
+    let_time_pass(Duration::from_millis(2_300)).await;
     b.push("ttl-bound", "Default", &[json!("live")]).await;
 
     // Act
@@ -275,7 +275,7 @@ async fn one_claim_expires_at_most_ten_thousand_messages_and_the_next_goes_on() 
 async fn one_claim_files_at_most_sixteen_megabytes_of_dead_letter_copies() {
     // Arrange: 40 messages of 8 KB of random text per segment (incompressible enough).
     let b = TestBroker::start().await;
-    configure(&b, "ttl-bytes", json!({ "ttl": 1 })).await;
+    configure(&b, "ttl-bytes", json!({ "ttl": 2 })).await;
     let mut rng = fastrand::Rng::with_seed(11);
     for _ in 0..3 {
         let big: Vec<Value> = (0..40)
@@ -289,7 +289,7 @@ async fn one_claim_files_at_most_sixteen_megabytes_of_dead_letter_copies() {
             .collect();
         b.push("ttl-bytes", "Default", &big).await;
     }
-    let_time_pass(Duration::from_millis(1_300)).await;
+    let_time_pass(Duration::from_millis(2_300)).await;
     b.push("ttl-bytes", "Default", &[json!("live")]).await;
     let filed = || sql_count(&b, "SELECT count(*) FROM queen.dead_letters");
 

@@ -62,14 +62,14 @@ async def test_admin_an_ack_with_status_dlq_files_the_message_in_the_dlq_at_once
 async def test_admin_retry_delay_holds_a_nacked_message_back_and_dead_letters_off_skip_it():
     async with client() as q:
         queue = unique("retry-delay")
-        await configure(q, queue, lease_time=30, retry_limit=1, retry_delay=1000,
+        await configure(q, queue, lease_time=30, retry_limit=1, retry_delay=2000,
                         dead_letter_queue=False)
         await push(q, queue, [{"n": 0}, {"n": 1}], txns=["held-0", "held-1"])
 
         [first] = await pop(q, queue, batch=1)
         assert (await q.ack(first, False, {"error": "try later"}))["success"] is True
         during = await pop(q, queue, batch=1)
-        await asyncio.sleep(1.2)
+        await asyncio.sleep(2.2)
         [again] = await pop(q, queue, batch=1)
         assert (await q.ack(again, False, {"error": "still broken"}))["success"] is True
         [after] = await pop(q, queue, batch=1)
@@ -84,9 +84,9 @@ async def test_admin_retry_delay_holds_a_nacked_message_back_and_dead_letters_of
 async def test_admin_a_message_older_than_the_ttl_is_dead_lettered_not_delivered():
     async with client() as q:
         queue = unique("ttl")
-        await configure(q, queue, lease_time=30, ttl=1)
+        await configure(q, queue, lease_time=30, ttl=2)
         await push(q, queue, [{"stale": True}], txns=["stale-1"])
-        await asyncio.sleep(1.3)
+        await asyncio.sleep(2.3)
         await push(q, queue, [{"fresh": True}], txns=["fresh-1"])
 
         got = await pop(q, queue, batch=10)
