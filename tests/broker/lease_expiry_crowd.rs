@@ -22,13 +22,13 @@ const CONSUMERS: usize = 6;
 type Key = (i64, i64);
 
 /// Six consumers, each crashing on poison, drain four partitions whose poison
-/// messages expire their leases until retryLimit 1 is spent: each poison message is filed
+/// messages expire their 2 s leases until retryLimit 1 is spent: each poison message is filed
 /// once, each other message is settled once.
 #[actix_rt::test]
 async fn crashing_consumers_leave_every_message_settled_or_dead_lettered_exactly_once() {
     // Arrange
     let b = Arc::new(TestBroker::start_with(&[("DB_POOL_SIZE", "20")]).await);
-    configure(&b, "crowd", json!({ "leaseTime": 1, "retryLimit": 1 })).await;
+    configure(&b, "crowd", json!({ "leaseTime": 2, "retryLimit": 1 })).await;
     for p in 0..PARTITIONS {
         let payloads: Vec<Value> = (0..PER_PARTITION)
             .map(|n| json!({ "n": n, "poison": n % POISON_EVERY == 2 }))
