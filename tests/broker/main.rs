@@ -67,5 +67,6 @@ mod retry_delay;
 mod shutdown;
 mod transaction;
 mod upgrade;
+mod upgrade_options;
 mod wakes_lost;
 mod wakes_push;
