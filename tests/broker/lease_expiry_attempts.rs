@@ -112,3 +112,34 @@ async fn with_dead_letters_off_a_spent_message_is_skipped() {
         0
     );
 }
+
+/// The expiry is charged to the first message the lease left undone, not to the first it
+/// delivered: after the first of three is acked, an expiry with retryLimit 0 files the
+/// second, and the third comes next.
+#[actix_rt::test]
+async fn an_expiry_charges_the_first_message_the_lease_left_undone() {
+    // Arrange
+    let b = TestBroker::start().await;
+    configure(&b, "half-done", json!({ "leaseTime": 1, "retryLimit": 0 })).await;
+    b.push("half-done", "Default", &numbers(0..3)).await;
+    let first = b.pop_messages("/api/v1/pop/queue/half-done?batch=3").await;
+    assert_eq!(payloads(&first), numbers(0..3));
+    let done = b.ack_all(&first[..1], "completed", None).await;
+    assert_eq!(done[0]["success"], true, "{done:?}");
+
+    // Act: the lease expires with offsets 1 and 2 undone.
+    let next = next_delivery(&b, "half-done").await;
+
+    // Assert
+    assert_eq!(payloads(&next), numbers(2..3));
+    let filed: Vec<i64> = b
+        .sql()
+        .await
+        .query("SELECT message_offset FROM queen.dead_letters", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(filed, vec![1]);
+}
