@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::fixtures::{configure, entry, numbers, offsets};
+use crate::support::fixtures::{configure, counter, entry, numbers, offsets};
 use crate::support::{eventually, payloads, TestBroker};
 
 /// The delay of the queue under test.
@@ -167,4 +167,47 @@ async fn a_seek_ends_a_retry_delay_hold() {
     // Assert
     assert!(status.is_success(), "{seek}");
     assert_eq!(payloads(&got), vec![json!("after the seek")]);
+}
+
+/// Every claim a node has tried: (wildcard, list, single claim).
+async fn claims(b: &TestBroker) -> (i64, i64, i64) {
+    (
+        counter(b, "/sql/wildcard").await,
+        counter(b, "/sql/list").await,
+        counter(b, "/sql/singleClaim").await,
+    )
+}
+
+/// A node that did not see the nack learns the hold from its reseed: the partition goes on
+/// its wheel until the delay ends (no claim is tried before), and a consumer parked there
+/// is answered then.
+#[actix_rt::test]
+async fn another_node_learns_the_hold_from_its_reseed_and_serves_the_message_after_it() {
+    // Arrange: node a serves the first delivery and takes the nack.
+    let a = TestBroker::start().await;
+    configure(&a, "held-elsewhere", json!({ "retryDelay": 2_500 })).await;
+    a.push("held-elsewhere", "Default", &numbers(0..2)).await;
+    let first = a.pop_messages("/api/v1/pop/queue/held-elsewhere").await;
+    let nacked_at = Instant::now();
+    a.post("/api/v1/ack", &entry(&first[0], "failed", None))
+        .await;
+    let b = TestBroker::start_on(a.pg.clone(), &[("QUEEN_HOTLIST_RESEED_MS", "60000")]).await;
+    let before = claims(&b).await;
+
+    // Act
+    let during = b.pop_messages("/api/v1/pop/queue/held-elsewhere").await;
+    let claims_during = claims(&b).await;
+    let parked = b
+        .pop_messages("/api/v1/pop/queue/held-elsewhere?wait=true&timeout=8000")
+        .await;
+    let answered_after = nacked_at.elapsed();
+
+    // Assert
+    assert!(during.is_empty(), "{during:?}");
+    assert_eq!(claims_during, before, "a claim was tried inside the hold");
+    assert_eq!(payloads(&parked), numbers(0..2));
+    assert!(
+        answered_after >= Duration::from_millis(2_500),
+        "{answered_after:?}"
+    );
 }
