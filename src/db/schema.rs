@@ -73,6 +73,11 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("045_dead_letter_requeue_v2.sql"),
     sql_file!("048_log_render_failed.sql"),
     sql_file!("049_retention_cursor_lock.sql"),
+    sql_file!("050_queue_options.sql"),
+    sql_file!("051_log_pop_v3.sql"),
+    sql_file!("052_log_ack_v2_options.sql"),
+    sql_file!("053_log_render_failed_options.sql"),
+    sql_file!("054_consumer_group_seek_retry_at.sql"),
     sql_file!("058_segments_inline.sql"),
 ];
 

@@ -157,6 +157,10 @@ const KNOWN: &[(&str, &str, Kind)] = &[
     ),
 ];
 
+/// Switches stored as NULL until a configure sets them, and on while they are: a queue that
+/// configures nothing keeps dead letters, as it always did (`sql/050_queue_options.sql`).
+const ON_WHEN_UNSET: &[&str] = &["dead_letter_queue", "dlq_after_max_retries"];
+
 /// Validated queue options, keyed by storage column, ready for `configure_queue_v1`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueueOptions {
@@ -217,12 +221,17 @@ impl QueueOptions {
         Value::Object(out)
     }
 
-    /// Renders a stored queue row (as `configure_queue_v1` returns it) with wire names.
+    /// Renders a stored queue row (as `configure_queue_v1` returns it) with wire names. A
+    /// dead-letter switch never set is stored as NULL and echoed as what it does: `true`.
     pub fn row_to_wire(row: &Value) -> Value {
         let mut out = Map::new();
         for (wire, column, _) in KNOWN {
             if let Some(v) = row.get(*column) {
-                out.insert((*wire).to_owned(), v.clone());
+                let v = match v {
+                    Value::Null if ON_WHEN_UNSET.contains(column) => Value::Bool(true),
+                    v => v.clone(),
+                };
+                out.insert((*wire).to_owned(), v);
             }
         }
         if let Some(Value::Object(extra)) = row.get("extra_options") {
@@ -254,6 +263,16 @@ mod tests {
         assert_eq!(sql["encryption_enabled"], json!(false));
         assert_eq!(sql["extra"], json!({"shiny": "x"}));
         assert!(sql.get("ttl_seconds").is_none());
+    }
+
+    #[test]
+    fn dead_letter_switches_never_set_are_echoed_as_on() {
+        let wire = QueueOptions::row_to_wire(&json!({
+            "dead_letter_queue": null, "dlq_after_max_retries": false, "ttl_seconds": 0
+        }));
+        assert_eq!(wire["deadLetterQueue"], json!(true));
+        assert_eq!(wire["dlqAfterMaxRetries"], json!(false));
+        assert_eq!(wire["ttl"], json!(0));
     }
 
     #[test]

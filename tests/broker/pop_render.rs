@@ -198,3 +198,44 @@ async fn a_damaged_segment_is_dead_lettered_past_the_retry_limit_and_the_rest_fl
         .get::<_, i64>(0);
     assert_eq!(auto_cursor, -1, "the auto-ack group moved past nothing");
 }
+
+/// With `dlqAfterMaxRetries: false`, a damaged message whose deliveries are spent is
+/// skipped without a dead letter, and the messages after it flow as before.
+#[actix_rt::test]
+async fn a_spent_damaged_message_is_skipped_without_a_dead_letter_when_retries_file_none() {
+    // Arrange: as above, on a queue that files no dead letters for spent retries.
+    let b = TestBroker::start().await;
+    configure(
+        &b,
+        "render-skip",
+        json!({ "leaseTime": 3600, "retryLimit": 1, "dlqAfterMaxRetries": false }),
+    )
+    .await;
+    for n in 0..3 {
+        b.push("render-skip", "Default", &numbers(n..n + 1)).await;
+    }
+    b.sql()
+        .await
+        .execute(
+            "UPDATE queen.log_segments SET blob = '\\x00010203'::bytea WHERE base_offset = 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    let path = "/api/v1/pop/queue/render-skip?batch=10";
+    let first = b.pop_messages(path).await;
+    b.ack_all(&first, "completed", None).await;
+
+    // Act
+    let mut refused = Vec::new();
+    for _ in 0..2 {
+        refused.push(b.get(path).await.0);
+    }
+    let rest = b.pop_messages(path).await;
+
+    // Assert
+    assert_eq!(refused, vec![StatusCode::INTERNAL_SERVER_ERROR; 2]);
+    assert_eq!(offsets(&rest), vec![2], "{rest:?}");
+    let (_, dlq) = b.get("/api/v1/dlq?queue=render-skip").await;
+    assert_eq!(dlq["total"], 0, "{dlq}");
+}

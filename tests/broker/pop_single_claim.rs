@@ -1,7 +1,8 @@
 //! The single-statement claim: a hot-list pop of one partition whose cursor row exists is
 //! settled by one plain statement when it can be (`sql.singleClaim`), with exactly the
 //! answers `log_pop_list_v1` gives; the cases it declines (a partition's first contact, a
-//! delayed queue, a conflating group) fall back to the list (`sql.list`).
+//! delayed queue, a queue with a ttl, an expired lease that spends the last retry, a
+//! conflating group) fall back to the list (`sql.list`).
 
 use std::time::Duration;
 
@@ -87,8 +88,74 @@ async fn an_expired_lease_is_redelivered_by_one_statement_as_the_next_attempt() 
     assert!(again.iter().all(|m| m["deliveryAttempt"] == 2), "{again:?}");
     let lease = again[0]["leaseId"].as_str().map(str::to_owned);
     assert_eq!(consumer_row(&b, pid, "__QUEUE_MODE__").await, (0, lease));
+    assert_eq!(
+        retry_budget(&b, pid).await,
+        (Some(1), 1),
+        "the expiry spent one retry of the first message it left undone"
+    );
     let after = claims(&b).await;
     assert_eq!((after.0 - before.0, after.1 - before.1), (1, 0));
+}
+
+/// The retry budget of queue mode's cursor in a partition: (failed_offset, failed_count).
+async fn retry_budget(b: &TestBroker, pid: i64) -> (Option<i64>, i32) {
+    let row = b
+        .sql()
+        .await
+        .query_one(
+            "SELECT failed_offset, failed_count FROM queen.log_consumers \
+             WHERE partition_id = $1 AND consumer_group = '__QUEUE_MODE__'",
+            &[&pid],
+        )
+        .await
+        .expect("the cursor row");
+    (row.get(0), row.get(1))
+}
+
+/// An expired lease whose charge spends the last retry is left to the list, which
+/// dead-letters the message and leases the ones after it.
+#[actix_rt::test]
+async fn an_expiry_that_spends_the_last_retry_is_left_to_the_list_which_dead_letters() {
+    // Arrange
+    let b = TestBroker::start().await;
+    configure(&b, "sc-spent", json!({"retryLimit": 0})).await;
+    let pid = first_contact(&b, "sc-spent", "").await;
+    b.push("sc-spent", "P", &numbers(0..3)).await;
+    let first = b
+        .pop_messages("/api/v1/pop/queue/sc-spent?batch=1&leaseSeconds=1")
+        .await;
+    assert_eq!(payloads(&first), numbers(0..1));
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let before = claims(&b).await;
+
+    // Act
+    let next = b.pop_messages("/api/v1/pop/queue/sc-spent?batch=10").await;
+
+    // Assert
+    assert_eq!(payloads(&next), numbers(1..3));
+    assert_eq!(offsets(&next), vec![2, 3]);
+    assert_eq!(retry_budget(&b, pid).await, (None, 0));
+    let after = claims(&b).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1));
+}
+
+/// A queue with a ttl is left to the list, which checks its segments' ages.
+#[actix_rt::test]
+async fn a_queue_with_a_ttl_is_left_to_the_list() {
+    // Arrange
+    let b = TestBroker::start().await;
+    configure(&b, "sc-ttl", json!({"ttl": 60})).await;
+    first_contact(&b, "sc-ttl", "").await;
+    b.push("sc-ttl", "P", &numbers(0..2)).await;
+    let before = claims(&b).await;
+
+    // Act
+    let got = b.pop_messages("/api/v1/pop/queue/sc-ttl?batch=10").await;
+
+    // Assert
+    assert_eq!(payloads(&got), numbers(0..2));
+    let after = claims(&b).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (1, 1));
 }
 
 /// After a retention gap (the oldest unconsumed segment deleted), one statement starts at

@@ -3,6 +3,8 @@ consumer groups (list, detail, seek, delete), resources (queues, queue detail, d
 the messages listing, status and metrics.
 """
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -55,6 +57,44 @@ async def test_admin_an_ack_with_status_dlq_files_the_message_in_the_dlq_at_once
         assert verdict["success"] is True, verdict
         assert after == []
         assert [m["data"] for m in dlq["messages"] if m.get("transactionId") == "reject-now"] == [{"reject": "now"}], dlq
+
+
+async def test_admin_retry_delay_holds_a_nacked_message_back_and_dead_letters_off_skip_it():
+    async with client() as q:
+        queue = unique("retry-delay")
+        await configure(q, queue, lease_time=30, retry_limit=1, retry_delay=2000,
+                        dead_letter_queue=False)
+        await push(q, queue, [{"n": 0}, {"n": 1}], txns=["held-0", "held-1"])
+
+        [first] = await pop(q, queue, batch=1)
+        assert (await q.ack(first, False, {"error": "try later"}))["success"] is True
+        during = await pop(q, queue, batch=1)
+        await asyncio.sleep(2.2)
+        [again] = await pop(q, queue, batch=1)
+        assert (await q.ack(again, False, {"error": "still broken"}))["success"] is True
+        [after] = await pop(q, queue, batch=1)
+        dlq = await q.queue(queue).dlq().limit(10).get()
+
+        assert during == [], "redelivered inside the retry delay"
+        assert again["transactionId"] == "held-0" and again["deliveryAttempt"] == 2, again
+        assert after["transactionId"] == "held-1", "the spent message is skipped"
+        assert dlq["total"] == 0, dlq
+
+
+async def test_admin_a_message_older_than_the_ttl_is_dead_lettered_not_delivered():
+    async with client() as q:
+        queue = unique("ttl")
+        await configure(q, queue, lease_time=30, ttl=2)
+        await push(q, queue, [{"stale": True}], txns=["stale-1"])
+        await asyncio.sleep(2.3)
+        await push(q, queue, [{"fresh": True}], txns=["fresh-1"])
+
+        got = await pop(q, queue, batch=10)
+        dlq = await q.queue(queue).dlq().limit(10).get()
+
+        assert data(got) == [{"fresh": True}]
+        assert [m["data"] for m in dlq["messages"]] == [{"stale": True}], dlq
+        assert dlq["messages"][0].get("errorMessage") == "expired", dlq
 
 
 async def test_admin_consumer_groups_are_listed_and_detailed_per_queue():

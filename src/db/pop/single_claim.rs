@@ -1,16 +1,19 @@
 //! The single-statement claim: the hot-list pop's common case in one plain statement.
 //!
 //! `queen.log_pop_list_v1` answers every candidate list, but it is plpgsql around
-//! `queen.log_pop_v2`: about ten statements, each with its executor start-up, for a pop that
+//! `queen.log_pop_v3`: about ten statements, each with its executor start-up, for a pop that
 //! in most cases claims the first candidate's next messages. This statement claims one
-//! partition the way `log_pop_v2` does, and only in the case it can settle alone: the
-//! group's cursor row exists and holds no live lease, the partition has messages beyond
-//! it, the queue defers nothing the statement would have to check (no delayedProcessing;
-//! windowBuffer only when the actor's wheel is its authority) and the group does not
-//! conflate. It locks the cursor row `FOR UPDATE SKIP LOCKED`, takes the messages from the
-//! first segment holding anything past the cursor (after a retention gap, the first
-//! remaining one) up to the budget, and leases them (or, with auto-ack, moves the cursor)
-//! exactly as `log_pop_v2` would, with the same attempt count and the same
+//! partition the way `log_pop_v3` does, and only in the case it can settle alone: the
+//! group's cursor row exists and holds no live lease (an expired one is charged against
+//! retryLimit as `log_pop_v3` charges it, unless that spends the last retry: dead-lettering
+//! is left to `log_pop_v3`) and no retryDelay still ahead, the
+//! partition has messages beyond it, the queue defers and expires nothing the statement
+//! would have to check (no delayedProcessing, ttl or maxWaitTimeSeconds; windowBuffer only
+//! when the actor's wheel is its authority) and the group does not conflate. It locks the
+//! cursor row `FOR UPDATE SKIP LOCKED`, takes the messages from the first segment holding
+//! anything past the cursor (after a retention gap, the first remaining one) up to the
+//! budget, and leases them (or, with auto-ack, moves the cursor)
+//! exactly as `log_pop_v3` would, with the same attempt count and the same
 //! synchronous_commit rule. Anything else returns no row and changes nothing; the caller
 //! then runs `log_pop_list_v1` over the whole candidate list.
 
@@ -28,15 +31,26 @@ const SINGLE_CLAIM: &str = "
 WITH claim AS (
     SELECT c.partition_id, c.committed, c.attempt_count, c.attempt_offset, p.last_offset,
            p.name AS partition_name, q.name AS queue_name,
-           coalesce($5::integer, q.lease_time, 60) AS lease_seconds
+           coalesce($5::integer, q.lease_time, 60) AS lease_seconds,
+           x.charge, x.charged
     FROM queen.log_consumers c
     JOIN queen.log_partitions p ON p.id = c.partition_id
     JOIN queen.queues q ON q.id = p.queue_id
+    CROSS JOIN LATERAL (
+        SELECT e.charge,
+               CASE WHEN c.failed_offset IS NOT DISTINCT FROM e.charge
+                    THEN c.failed_count + 1 ELSE 1 END AS charged
+        FROM (SELECT CASE WHEN c.worker_id IS NOT NULL
+                          THEN greatest(c.committed, coalesce(c.attempt_offset - 1, c.committed)) + 1
+                     END AS charge) e) x
     WHERE c.partition_id = $1 AND c.consumer_group = $2
       AND q.tenant = $8 AND q.name = $9
-      AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL OR c.lease_expires_at < now())
+      AND (c.worker_id IS NULL OR c.lease_expires_at < now())
+      AND (x.charge IS NULL OR x.charged <= q.retry_limit)
+      AND (c.retry_at IS NULL OR c.retry_at <= now())
       AND p.last_offset > c.committed
       AND coalesce(q.delayed_processing, 0) = 0
+      AND coalesce(q.ttl_seconds, 0) = 0 AND coalesce(q.max_wait_time_seconds, 0) = 0
       AND ($7 OR coalesce(q.window_buffer, 0) = 0)
       AND NOT EXISTS (SELECT 1 FROM queen.consumer_groups_metadata m
                       WHERE m.queue_id = q.id AND m.consumer_group = $2 AND m.conflation)
@@ -74,6 +88,8 @@ WITH claim AS (
         lease_acquired_at = CASE WHEN $6 THEN NULL ELSE now() END,
         batch_end = CASE WHEN $6 THEN NULL ELSE span.claim_end END,
         acked_ahead = '{}',
+        failed_offset = CASE WHEN f.charge IS NULL THEN c.failed_offset ELSE f.charge END,
+        failed_count = CASE WHEN f.charge IS NULL THEN c.failed_count ELSE f.charged END,
         attempt_count = CASE WHEN $6 THEN c.attempt_count
                              WHEN c.attempt_offset IS NOT DISTINCT FROM f.first_off
                              THEN c.attempt_count + 1 ELSE 1 END,

@@ -112,7 +112,7 @@ pub struct QueueOptionsBody {
     /// Seconds a pop's lease lasts (1 to 86400).
     #[schema(minimum = 1, maximum = 86400)]
     lease_time: Option<i64>,
-    /// Failures before a dead letter (0 to 10000).
+    /// Retries before a dead letter (0 to 10000): failed acks and expired leases count.
     #[schema(minimum = 0, maximum = 10000)]
     retry_limit: Option<i64>,
     /// Higher pops first across queues.
@@ -124,14 +124,15 @@ pub struct QueueOptionsBody {
     /// Seconds a partition waits after its last push before it is popped.
     #[schema(minimum = 0, maximum = 86400)]
     window_buffer: Option<i64>,
-    /// Milliseconds before a failed message is offered again.
+    /// Milliseconds after a failed ack before its partition is offered again (0: at once).
     #[schema(minimum = 0, maximum = 86400000)]
     retry_delay: Option<i64>,
     /// Most messages kept.
     #[schema(minimum = 0, maximum = 2147483647)]
     max_size: Option<i64>,
-    /// Seconds a message lives.
-    #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
+    /// Seconds after its push a message may still be delivered; older ones are
+    /// dead-lettered or skipped (0: forever).
+    #[schema(minimum = 0, maximum = 2147483647)]
     ttl: Option<i64>,
     /// Whether old messages are removed.
     retention_enabled: Option<bool>,
@@ -141,14 +142,16 @@ pub struct QueueOptionsBody {
     /// Seconds completed messages are kept.
     #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
     completed_retention_seconds: Option<i64>,
-    /// Whether failed messages are dead-lettered.
+    /// Whether the queue keeps dead letters at all (not set: yes); false skips instead.
     dead_letter_queue: Option<bool>,
-    /// Dead-letter once the retry limit is spent.
+    /// Whether a message whose retries are spent is dead-lettered (not set: yes) or
+    /// skipped.
     dlq_after_max_retries: Option<bool>,
     /// Seal payloads at rest (needs `QUEEN_ENCRYPTION_KEY`).
     encryption_enabled: Option<bool>,
-    /// Seconds a message may wait before it is dropped.
-    #[schema(minimum = 0, maximum = 3_153_600_000_i64)]
+    /// Seconds a visible message (push + delayedProcessing) may wait for delivery; longer
+    /// ones are dead-lettered or skipped (0: forever).
+    #[schema(minimum = 0, maximum = 2147483647)]
     max_wait_time_seconds: Option<i64>,
     /// Milliseconds an under-full claim is held to fill.
     #[schema(minimum = 0, maximum = 60000)]
