@@ -81,6 +81,13 @@ impl DbError {
         }
     }
 
+    /// True for an outage of the database (a lost or refused connection, the server
+    /// shutting down or starting), as opposed to a pool busy with load: what a client
+    /// should retry later, and what the push spool stands in for.
+    pub fn is_outage(&self) -> bool {
+        !matches!(self, DbError::PoolExhausted) && self.is_connection_problem()
+    }
+
     /// True when the connection that ran the statement must not be reused.
     pub fn poisons_connection(&self) -> bool {
         matches!(self, DbError::StatementTimeout { .. }) || self.is_connection_problem()
