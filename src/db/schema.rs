@@ -73,6 +73,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("045_dead_letter_requeue_v2.sql"),
     sql_file!("048_log_render_failed.sql"),
     sql_file!("049_retention_cursor_lock.sql"),
+    sql_file!("055_push_maintenance.sql"),
 ];
 
 /// Where refinery records applied migrations.

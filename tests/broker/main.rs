@@ -60,6 +60,7 @@ mod push_single_append;
 mod retention;
 mod retention_concurrency;
 mod shutdown;
+mod spool;
 mod transaction;
 mod upgrade;
 mod wakes_lost;
