@@ -8,6 +8,8 @@
 //! - [`replay`]: the task that stores spooled pushes through the normal push path, oldest
 //!   first, and deletes a file once all its records are committed.
 //! - [`intake`]: the push path's choice between the database and the spool.
+//! - `state`: the counts the three share (what is pending, per partition), and the
+//!   start-up count of what an earlier run left; `error`: why a push was not spooled.
 //!
 //! **Order.** A partition with spooled records not yet replayed takes no direct pushes:
 //! they are spooled behind them (see [`Spool::holds_any`]), so a partition's messages are
@@ -19,7 +21,6 @@
 //! between its commit and the deletion of its file) answers `duplicate` the second time
 //! and stores nothing, within the queue's dedup window.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,91 +29,26 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, Notify};
-use tracing::{info, warn};
+use tracing::info;
 use uuid::Uuid;
 
 use crate::config::SpoolConfig;
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::log::push::PushItem;
 
+mod error;
 pub mod files;
 pub mod intake;
 pub mod record;
 pub mod replay;
+mod state;
+#[cfg(test)]
+mod tests;
 mod writer;
 
-use record::RecordError;
-
-/// A partition as the spool counts it.
-pub type PartitionKey = (Tenant, QueueName, PartitionName);
-
-/// Why a push could not be spooled; nothing of it was acknowledged.
-#[derive(Debug, thiserror::Error)]
-pub enum SpoolError {
-    /// The spool holds `FILE_BUFFER_MAX_BYTES` already, or would with this push.
-    #[error("push spool is full: FILE_BUFFER_MAX_BYTES is {max_bytes} bytes and the database is unavailable")]
-    Full {
-        /// The cap.
-        max_bytes: u64,
-    },
-    /// The push does not fit a record.
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    /// The disk failed the write or its `fsync`.
-    #[error("push spool could not write to disk")]
-    Io(#[source] io::Error),
-    /// The spool's writer has stopped (the broker is stopping).
-    #[error("push spool is stopped")]
-    Stopped,
-}
-
-/// The counters of `/metrics` `spool`.
-#[derive(Debug, Default)]
-pub struct SpoolStats {
-    /// Push requests answered `buffered`.
-    pub buffered_records: AtomicU64,
-    /// Messages answered `buffered`.
-    pub buffered_messages: AtomicU64,
-    /// Spooled push requests stored by the replay.
-    pub replayed_records: AtomicU64,
-    /// Spooled messages stored by the replay as new messages.
-    pub replayed_messages: AtomicU64,
-    /// Spooled messages the replay found stored already (answered `duplicate`).
-    pub replayed_duplicates: AtomicU64,
-    /// Spooled messages the replay could not store (the queue at its `maxSize`, or an item
-    /// the stored format refuses); each is logged.
-    pub replay_rejected: AtomicU64,
-    /// Replay attempts that met a database failure and were tried again later.
-    pub replay_retries: AtomicU64,
-    /// Pushes refused with 503 because the spool was full.
-    pub refused_full: AtomicU64,
-}
-
-/// What is spooled and not yet replayed, under one lock.
-#[derive(Debug, Default)]
-struct Pending {
-    /// Records not yet replayed, per partition they touch.
-    partitions: HashMap<PartitionKey, u64>,
-    /// Bytes of the files on disk (headers and replayed records included until the file
-    /// is deleted): what the cap is checked against.
-    disk_bytes: u64,
-    /// Frame bytes of records not yet replayed.
-    bytes: u64,
-    /// The file the writer appends to, and how far its records are durable.
-    current_seq: u64,
-    durable_len: u64,
-}
-
-/// The parts the writer thread, the replay task and the handlers share.
-struct Shared {
-    pending: Mutex<Pending>,
-    /// Records not yet replayed: mirrors `pending` so a push checks one atomic, not a
-    /// lock, while the spool is empty.
-    records: AtomicU64,
-    /// Wakes the replay: a record was written, push maintenance ended, or a roll is done.
-    wake: Notify,
-    stats: SpoolStats,
-}
+pub use error::SpoolError;
+use state::{keys_of, recover, Pending, Shared};
+pub use state::{PartitionKey, SpoolStats};
 
 /// The spool of this node.
 pub struct Spool {
@@ -293,86 +229,4 @@ impl Spool {
             "refusedFull": get(&s.refused_full),
         })
     }
-}
-
-impl SpoolStats {
-    fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-impl Shared {
-    /// Counts records written durably (the writer, after `fsync`).
-    fn written(&self, appended: &[(u64, Vec<PartitionKey>)], seq: u64, durable_len: u64) {
-        let mut p = self.pending.lock().expect("spool lock");
-        for (len, keys) in appended {
-            p.bytes += len;
-            p.disk_bytes += len;
-            for key in keys {
-                *p.partitions.entry(key.clone()).or_default() += 1;
-            }
-        }
-        p.current_seq = seq;
-        p.durable_len = durable_len;
-        self.records
-            .fetch_add(appended.len() as u64, Ordering::AcqRel);
-    }
-
-    /// Uncounts a record whose replay committed.
-    fn replayed(&self, len: u64, keys: &[PartitionKey]) {
-        let mut p = self.pending.lock().expect("spool lock");
-        p.bytes = p.bytes.saturating_sub(len);
-        for key in keys {
-            if let Some(n) = p.partitions.get_mut(key) {
-                *n -= 1;
-                if *n == 0 {
-                    p.partitions.remove(key);
-                }
-            }
-        }
-        self.records.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Counts the whole records of file `seq` into `pending` (a torn tail is logged and left
-/// behind: it was never acknowledged); returns how many.
-fn recover(dir: &Path, seq: u64, pending: &mut Pending) -> io::Result<u64> {
-    let file = File::open(files::path(dir, seq))?;
-    let len = file.metadata()?.len();
-    pending.disk_bytes += len;
-    if !files::has_magic(&file)? {
-        warn!(file = seq, "push spool file without its header; ignored");
-        return Ok(0);
-    }
-    let (mut at, mut count) = (files::HEADER, 0);
-    loop {
-        match files::read_record(&file, at, len) {
-            Ok(None) => break,
-            Ok(Some((push, frame_len))) => {
-                pending.bytes += frame_len;
-                for key in keys_of(&push.tenant, &push.items) {
-                    *pending.partitions.entry(key).or_default() += 1;
-                }
-                at += frame_len;
-                count += 1;
-            }
-            Err(files::ReadError::Io(e)) => return Err(e),
-            Err(files::ReadError::Record(e)) => {
-                warn!(file = seq, offset = at, dropped_bytes = len - at, error = %e,
-                    "push spool file ends in a record that is not whole (never acknowledged); dropped");
-                break;
-            }
-        }
-    }
-    Ok(count)
-}
-
-/// The distinct partitions of a push.
-fn keys_of(tenant: &Tenant, items: &[PushItem]) -> Vec<PartitionKey> {
-    let mut seen = std::collections::HashSet::new();
-    items
-        .iter()
-        .filter(|item| seen.insert((&item.queue, &item.partition)))
-        .map(|item| (tenant.clone(), item.queue.clone(), item.partition.clone()))
-        .collect()
 }

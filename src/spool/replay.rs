@@ -18,7 +18,8 @@ use tracing::{debug, error, info, warn};
 
 use super::files::{self, ReadError};
 use super::record::Record;
-use super::{keys_of, Spool, SpoolStats};
+use super::state::{keys_of, SpoolStats};
+use super::Spool;
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
 use crate::log::push::{

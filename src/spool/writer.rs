@@ -12,7 +12,9 @@ use std::sync::{mpsc, Arc};
 use tokio::sync::oneshot;
 use tracing::error;
 
-use super::{files, PartitionKey, Shared, SpoolError};
+use super::error::SpoolError;
+use super::files;
+use super::state::{PartitionKey, Shared};
 
 /// A file past this size takes no more records: files are deleted whole, so this bounds
 /// what a replayed file keeps on disk after its records are stored.

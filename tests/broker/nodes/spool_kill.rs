@@ -111,3 +111,72 @@ async fn a_node_killed_with_a_full_spool_stores_every_buffered_push_once_after_i
     eprintln!("{total} buffered messages survived the kill");
     drop(server);
 }
+
+/// Stored messages of the whole database, from the segments' counts.
+async fn stored(cluster: &TestCluster) -> i64 {
+    let sql = cluster.sql().await;
+    let row = sql
+        .query_one(
+            "SELECT coalesce(sum(msg_count), 0)::bigint FROM queen.log_segments",
+            &[],
+        )
+        .await
+        .expect("count stored messages");
+    row.get(0)
+}
+
+#[actix_rt::test]
+async fn a_node_killed_in_the_middle_of_its_replay_stores_each_message_once_after_its_restart() {
+    // Arrange: push maintenance on, many small records spooled in several partitions.
+    const PARTITIONS: u64 = 4;
+    const RECORDS: u64 = 100;
+    let mut cluster = TestCluster::start(1, Options::cut()).await;
+    let node = cluster.node(0);
+    let (status, body) = node
+        .post("/api/v1/system/maintenance", &json!({"push": true}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for n in 0..RECORDS {
+        for p in 0..PARTITIONS {
+            let batch = items(QUEUE, &format!("p{p}"), n * BATCH..(n + 1) * BATCH);
+            let (status, body) = node.post("/api/v1/push", &json!({ "items": batch })).await;
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+        }
+    }
+
+    // Act: the switch off, and SIGKILL as soon as the replay has stored something.
+    let (status, body) = node
+        .post("/api/v1/system/maintenance", &json!({"push": false}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let replaying = crate::support::eventually(Duration::from_secs(20), || async {
+        (crate::spool::spool_metric(&node.http, &node.url(), "replayedRecords").await > 0)
+            .then_some(())
+    })
+    .await;
+    cluster.kill_hard(0);
+    assert!(replaying.is_some(), "the replay never started");
+    let before_restart = stored(&cluster).await;
+    cluster.restart(0).await;
+    let node = cluster.node(0);
+    wait_replayed(&node.http, &node.url(), Duration::from_secs(60)).await;
+
+    // Assert: each partition once, in order; what the first run stored came back as
+    // duplicates, not as second copies.
+    let total = (PARTITIONS * RECORDS * BATCH) as i64;
+    let duplicates =
+        crate::spool::spool_metric(&node.http, &node.url(), "replayedDuplicates").await;
+    eprintln!("{before_restart} of {total} stored before the kill; {duplicates} duplicates after");
+    for p in 0..PARTITIONS {
+        let got = read_partition(&node.http, &node.url(), QUEUE, &format!("p{p}")).await;
+        let want: Vec<u64> = (0..RECORDS * BATCH).collect();
+        assert_eq!(got, want, "partition p{p}");
+    }
+    assert_eq!(stored(&cluster).await, total);
+    if before_restart < total {
+        assert!(
+            duplicates > 0,
+            "the second run replayed nothing the first had stored"
+        );
+    }
+}
