@@ -88,6 +88,13 @@ impl DbError {
         !matches!(self, DbError::PoolExhausted) && self.is_connection_problem()
     }
 
+    /// True when PostgreSQL refused a value as data (SQLSTATE class 22: a NUL in text, a
+    /// number out of range): the same statement with the same values fails again.
+    pub fn is_data_exception(&self) -> bool {
+        matches!(self, DbError::Query { .. })
+            && self.sql_state().is_some_and(|s| s.code().starts_with("22"))
+    }
+
     /// True when the connection that ran the statement must not be reused.
     pub fn poisons_connection(&self) -> bool {
         matches!(self, DbError::StatementTimeout { .. }) || self.is_connection_problem()

@@ -14,7 +14,7 @@
 //! ```text
 //! u8 version (1) | str16 tenant | u32 pairs × (str16 queue, str16 partition)
 //! | u32 items × (u32 pair | [16] message id | str16 transaction id | u8 flags
-//!                | [16] trace id (flag 1) | str32 producer (flag 2) | str32 payload)
+//!                | [16] trace id (flag 1) | str16 producer (flag 2) | str32 payload)
 //! ```
 //!
 //! It leaves files, their header and their order to `files`.
@@ -118,7 +118,9 @@ pub fn encode(
             out.extend_from_slice(trace.as_bytes());
         }
         if let Some(producer) = &item.producer {
-            put_bytes32(&mut out, producer.as_bytes())?;
+            // The stored frame's limit too: a push that could never be stored is refused
+            // now, not dropped at its replay.
+            put_str16(&mut out, producer)?;
         }
         put_bytes32(&mut out, &item.payload)?;
     }
@@ -198,9 +200,7 @@ pub fn decode(body: &[u8]) -> Result<Record, RecordError> {
         };
         let producer = match flags & HAS_PRODUCER {
             0 => None,
-            _ => Some(Arc::<str>::from(
-                std::str::from_utf8(r.bytes32()?).map_err(|_| bad("producer"))?,
-            )),
+            _ => Some(Arc::<str>::from(r.str16()?)),
         };
         items.push(PushItem {
             queue: queue.clone(),
@@ -362,6 +362,15 @@ mod tests {
         let mut bad_crc = bytes.clone();
         bad_crc[5] ^= 1;
         assert_eq!(frame(&bad_crc), Err(RecordError::Damaged("CRC mismatch")));
+    }
+
+    #[test]
+    fn a_push_the_stored_format_cannot_hold_is_refused_when_spooled() {
+        let long = "x".repeat(70_000);
+        let items = vec![item("orders", "eu", "1", Some(&long))];
+        let ids = vec![Uuid::now_v7()];
+        let refused = encode(&Tenant::default_tenant(), &items, &ids, &["t".to_owned()]);
+        assert!(matches!(refused, Err(RecordError::TooLarge(_))));
     }
 
     #[test]

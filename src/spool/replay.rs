@@ -239,9 +239,15 @@ impl Replay {
 }
 
 /// True for a failure that trying again cannot mend: the record's items cannot be framed
-/// or compressed.
+/// or compressed, or PostgreSQL refuses one of its values as data. Any other failure (the
+/// database away, a serialisation failure, a missing encryption key) is waited out, so a
+/// spooled push is given up only for a fault of its own, and the rest of the spool goes on.
 fn is_lasting(e: &PushError) -> bool {
-    matches!(e, PushError::Frame { .. } | PushError::Blob(_))
+    match e {
+        PushError::Frame { .. } | PushError::Blob(_) => true,
+        PushError::Db(db) => db.is_data_exception(),
+        _ => false,
+    }
 }
 
 /// Stores a batch of one tenant's records in one transaction, then tells the group

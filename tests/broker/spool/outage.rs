@@ -46,6 +46,10 @@ async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order
             assert_all("buffered", &body);
         }
     }
+    // A transaction bundle needs the database: its push is not spooled.
+    let bundle =
+        json!({"operations": [{"type": "push", "items": items(QUEUE, "p0", 9_000..9_001)}]});
+    let (bundle_status, bundle_answer) = b.post("/api/v1/transaction", &bundle).await;
     let buffered = spool_metric(&b.http, &b.base, "pendingRecords").await;
     let server = tokio::task::spawn_blocking(move || {
         server.start_again();
@@ -55,7 +59,10 @@ async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order
     .unwrap();
     wait_replayed(&b.http, &b.base, Duration::from_secs(60)).await;
 
-    // Assert: each partition holds 0..=PUSHES*BATCH once, in order.
+    // Assert: each partition holds 0..=PUSHES*BATCH once, in order; the bundle was a 503.
+    assert_eq!(bundle_status.as_u16(), 503, "{bundle_answer}");
+    let text = bundle_answer["error"].as_str().unwrap_or_default();
+    assert!(text.contains("connection"), "{bundle_answer}");
     assert_eq!(buffered, (PUSHES * PARTITIONS) as i64);
     for p in 0..PARTITIONS {
         let got = read_partition(&b.http, &b.base, QUEUE, &format!("p{p}")).await;
