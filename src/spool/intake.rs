@@ -2,7 +2,8 @@
 //!
 //! A push goes to the spool, and is answered `buffered`, when push maintenance is on, when
 //! one of its partitions still has spooled records (so it cannot overtake them), or when
-//! the database is away (the store failed with an outage, a lost or refused connection).
+//! the database is away (the store failed with an outage, a lost or refused connection, or
+//! one did a moment ago: [`super::away`]).
 //! Otherwise it is stored as ever. Everything else (bad input, a full queue, a pool busy
 //! with load) answers as it did without a spool. Pushes inside a transaction bundle do not
 //! come here: they need the database to be atomic with their acks.
@@ -57,7 +58,7 @@ pub async fn push(
     let maintenance = broker.in_push_maintenance();
     match spool {
         None if maintenance => return Err(IntakeError::NoSpool),
-        Some(spool) if maintenance || spool.holds_any(tenant, &items) => {
+        Some(spool) if maintenance || spool.away.is_away() || spool.holds_any(tenant, &items) => {
             let (message_ids, txn_ids) = ids(&items, &client_ids(&prebuilt));
             return buffer(spool, tenant, &items, message_ids, txn_ids).await;
         }
@@ -75,6 +76,7 @@ pub async fn push(
             debug!(error = %e, "database unavailable; push spooled");
             let (message_ids, txn_ids) = ids(&items, &given);
             let spool = spool.expect("checked above");
+            spool.away.seen();
             return buffer(spool, tenant, &items, message_ids, txn_ids).await;
         }
         Err(e) => return Err(e.into()),
@@ -87,6 +89,7 @@ pub async fn push(
             // keeps its transaction ids, so the replay then answers duplicate.
             debug!(error = %e, "database unavailable; push spooled");
             let spool = spool.expect("checked above");
+            spool.away.seen();
             let message_ids = prepared.message_ids().to_vec();
             let txn_ids = prepared.transaction_ids().to_vec();
             buffer(spool, tenant, &items, message_ids, txn_ids).await

@@ -7,7 +7,9 @@
 //!   per `fsync` when pushes arrive together) before any of them is answered.
 //! - [`replay`]: the task that stores spooled pushes through the normal push path, oldest
 //!   first, and deletes a file once all its records are committed.
-//! - [`intake`]: the push path's choice between the database and the spool.
+//! - [`intake`]: the push path's choice between the database and the spool; [`away`]:
+//!   the node's belief that the database is away, so an outage costs one pool timeout,
+//!   not one per push.
 //! - `state`: the counts the three share (what is pending, per partition), and the
 //!   start-up count of what an earlier run left; `error`: why a push was not spooled.
 //!
@@ -36,6 +38,7 @@ use crate::config::SpoolConfig;
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::log::push::PushItem;
 
+pub mod away;
 mod error;
 pub mod files;
 pub mod intake;
@@ -58,6 +61,8 @@ pub struct Spool {
     writer: Mutex<Option<mpsc::Sender<writer::Msg>>>,
     /// The first file the replay reads (the oldest found at start-up).
     first_seq: u64,
+    /// Whether the database is believed away (pushes then skip the pool timeout).
+    pub away: away::Away,
     _lock: File,
 }
 
@@ -107,6 +112,7 @@ impl Spool {
             shared,
             writer: Mutex::new(Some(sender)),
             first_seq: seqs.first().copied().unwrap_or(next),
+            away: away::Away::default(),
             _lock: lock,
         })
     }

@@ -124,6 +124,7 @@ impl Replay {
         }
         match store(broker, &batch).await {
             Ok(()) => {
+                spool.away.back();
                 for (record, len) in &batch {
                     spool
                         .shared
@@ -156,6 +157,9 @@ impl Replay {
                 None
             }
             Err(e) => {
+                if matches!(&e, PushError::Db(db) if db.is_outage()) {
+                    spool.away.seen();
+                }
                 SpoolStats::add(&spool.shared.stats.replay_retries, 1);
                 debug!(error = %e, pause_ms = self.pause.as_millis() as u64, "spool replay waits for the database");
                 let pause = self.pause;

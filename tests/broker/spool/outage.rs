@@ -21,7 +21,7 @@ async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order
     let server = tokio::task::spawn_blocking(PrivatePostgres::start)
         .await
         .unwrap();
-    let b = TestBroker::start_on(server.config(), &[("QUEEN_POOL_TIMEOUT_MS", "1000")]).await;
+    let b = TestBroker::start_on(server.config(), &[("QUEEN_POOL_TIMEOUT_MS", "3000")]).await;
     configure(&b, QUEUE, json!({})).await;
     for p in 0..PARTITIONS {
         let (status, body) = push(&b.http, &b.base, &items(QUEUE, &format!("p{p}"), 0..1)).await;
@@ -46,6 +46,12 @@ async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order
             assert_all("buffered", &body);
         }
     }
+    // A partition never pushed before: the outage is known, so no pool timeout is waited.
+    let started = std::time::Instant::now();
+    let (status, body) = push(&b.http, &b.base, &items(QUEUE, "fresh", 0..1)).await;
+    let fresh_took = started.elapsed();
+    assert_eq!(status.as_u16(), 201, "{body}");
+    assert_all("buffered", &body);
     // A transaction bundle needs the database: its push is not spooled.
     let bundle =
         json!({"operations": [{"type": "push", "items": items(QUEUE, "p0", 9_000..9_001)}]});
@@ -63,14 +69,19 @@ async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order
     assert_eq!(bundle_status.as_u16(), 503, "{bundle_answer}");
     let text = bundle_answer["error"].as_str().unwrap_or_default();
     assert!(text.contains("connection"), "{bundle_answer}");
-    assert_eq!(buffered, (PUSHES * PARTITIONS) as i64);
+    assert_eq!(buffered, (PUSHES * PARTITIONS + 1) as i64);
+    assert!(
+        fresh_took < Duration::from_millis(1500),
+        "a push during a known outage waited {fresh_took:?} (pool timeout 3 s)"
+    );
+    assert_eq!(read_partition(&b.http, &b.base, QUEUE, "fresh").await, [0]);
     for p in 0..PARTITIONS {
         let got = read_partition(&b.http, &b.base, QUEUE, &format!("p{p}")).await;
         let want: Vec<u64> = (0..1 + PUSHES * BATCH).collect();
         assert_eq!(got, want, "partition p{p}");
     }
     let stored = spool_metric(&b.http, &b.base, "replayedMessages").await;
-    assert_eq!(stored, (PUSHES * BATCH * PARTITIONS) as i64);
+    assert_eq!(stored, (PUSHES * BATCH * PARTITIONS + 1) as i64);
     b.stop().await;
     drop(server);
 }
