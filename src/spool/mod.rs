@@ -3,7 +3,7 @@
 //!
 //! - [`record`]: one push as a length-prefixed, CRC-checked record.
 //! - [`files`]: the folder, its lock, and the numbered append-only files.
-//! - [`writer`]: the one thread that appends records and `fsync`s them (several records
+//! - `writer`: the one thread that appends records and `fsync`s them (several records
 //!   per `fsync` when pushes arrive together) before any of them is answered.
 //! - [`replay`]: the task that stores spooled pushes through the normal push path, oldest
 //!   first, and deletes a file once all its records are committed.

@@ -159,9 +159,13 @@ impl Replay {
             Err(e) => {
                 if matches!(&e, PushError::Db(db) if db.is_outage()) {
                     spool.away.seen();
+                    debug!(error = %e, pause_ms = self.pause.as_millis() as u64, "spool replay waits for the database");
+                } else {
+                    // Not the outage the spool is for (a missing encryption key, a
+                    // serialisation failure): someone may have to look.
+                    warn!(error = ?e, pause_ms = self.pause.as_millis() as u64, "spool replay failed; retrying");
                 }
                 SpoolStats::add(&spool.shared.stats.replay_retries, 1);
-                debug!(error = %e, pause_ms = self.pause.as_millis() as u64, "spool replay waits for the database");
                 let pause = self.pause;
                 self.pause = (self.pause * 2).min(MAX_PAUSE);
                 Some(pause)
