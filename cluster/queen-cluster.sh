@@ -200,6 +200,7 @@ start_node() {
     QUEEN_NODE_ID="node$i" \
     QUEEN_CLUSTER_NAME="$CLUSTER_NAME" \
     QUEEN_CLUSTER_DIR="$STATE_DIR" \
+    FILE_BUFFER_DIR="$NODES_DIR/spool$i" \
     NO_COLOR="${NO_COLOR:-1}" \
     nohup "$bin" </dev/null >>"$log" 2>&1 &
   echo "$!" >"$NODES_DIR/node$i.pid"

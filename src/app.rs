@@ -73,6 +73,15 @@ pub enum StartupError {
     /// The JWT keys could not be read.
     #[error("authentication settings unusable")]
     Auth(#[from] crate::auth::AuthSetupError),
+    /// `FILE_BUFFER_DIR` was given and cannot be used as the push spool.
+    #[error("push spool folder {dir} unusable")]
+    Spool {
+        /// The folder.
+        dir: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A blocking start-up task panicked or was cancelled.
     #[error("start-up task failed")]
     Task(#[source] tokio::task::JoinError),
@@ -89,6 +98,7 @@ pub struct App {
     refresher: tokio::task::JoinHandle<()>,
     sweeper: tokio::task::JoinHandle<()>,
     sweeper_id: String,
+    replay: Option<tokio::task::JoinHandle<()>>,
     actors: Arbiter,
     embedded: Option<EmbeddedPostgres>,
 }
@@ -112,6 +122,13 @@ impl App {
         self.server.stop(true).await;
         let _ = self.server_task.await;
         self.refresher.abort();
+        if let Some(replay) = self.replay {
+            replay.abort();
+            let _ = replay.await;
+        }
+        if let Some(spool) = &self.broker.spool {
+            spool.close();
+        }
         self.sweeper.abort();
         let _ = self.sweeper.await;
         retention::release(&self.broker, &self.sweeper_id).await;
@@ -169,6 +186,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         })?;
     let mesh = Mesh::start(config.mesh.clone());
 
+    let spool = open_spool(&config).await?;
     let metrics = Arc::new(Metrics::default());
     let actors = Arbiter::new();
     let registry = Registry::new(
@@ -185,6 +203,8 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         registry,
         metrics,
         maintenance: AtomicBool::new(false),
+        push_maintenance: AtomicBool::new(false),
+        spool: spool.clone(),
         config: Arc::new(config.clone()),
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
@@ -202,6 +222,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     );
     info!(addr = %mesh_addr, node_id = %config.mesh.node_id, "mesh listening");
     let refresher = maintenance::spawn_refresher(broker.clone());
+    let replay = spool.map(|spool| crate::spool::replay::spawn(broker.clone(), spool));
     let sweeper_id = format!("{}/{}", config.mesh.node_id, uuid::Uuid::new_v4());
     let sweeper = retention::spawn(broker.clone(), sweeper_id.clone());
     let state = AppState {
@@ -243,9 +264,37 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         refresher,
         sweeper,
         sweeper_id,
+        replay,
         actors,
         embedded,
     })
+}
+
+/// Opens the push spool (its recovery reads what earlier runs left). A folder given by
+/// `FILE_BUFFER_DIR` that cannot be used stops the start; the default one only turns the
+/// spool off, with an error in the log.
+async fn open_spool(config: &Config) -> Result<Option<Arc<crate::spool::Spool>>, StartupError> {
+    if !config.spool.enabled() {
+        info!("push spool off (FILE_BUFFER_MAX_BYTES=0)");
+        return Ok(None);
+    }
+    let settings = config.spool.clone();
+    let opened = tokio::task::spawn_blocking(move || crate::spool::Spool::open(&settings))
+        .await
+        .map_err(StartupError::Task)?;
+    let dir = config.spool.dir.clone();
+    match opened {
+        Ok(spool) => {
+            info!(dir = %dir.display(), max_bytes = config.spool.max_bytes, "push spool ready");
+            Ok(Some(Arc::new(spool)))
+        }
+        Err(source) if config.spool.dir_given => Err(StartupError::Spool { dir, source }),
+        Err(error) => {
+            tracing::error!(error = %error, dir = %dir.display(),
+                "push spool off: its default folder cannot be used (set FILE_BUFFER_DIR); pushes during a database outage answer 503");
+            Ok(None)
+        }
+    }
 }
 
 async fn bind_mesh(addr: SocketAddr) -> Result<tokio::net::TcpListener, StartupError> {

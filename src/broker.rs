@@ -33,6 +33,11 @@ pub struct Broker {
     pub metrics: Arc<Metrics>,
     /// Pop maintenance mode, refreshed from the database.
     pub maintenance: AtomicBool,
+    /// Push maintenance mode (pushes go to the spool), refreshed from the database.
+    pub push_maintenance: AtomicBool,
+    /// This node's push spool; `None` when `FILE_BUFFER_MAX_BYTES` is 0 or its default
+    /// folder could not be used.
+    pub spool: Option<Arc<crate::spool::Spool>>,
     /// The effective configuration.
     pub config: Arc<Config>,
     /// The peer mesh: hints to other nodes.
@@ -66,5 +71,21 @@ impl Broker {
     /// True while pop maintenance mode is on.
     pub fn in_maintenance(&self) -> bool {
         self.maintenance.load(Ordering::Relaxed)
+    }
+
+    /// True while push maintenance mode is on.
+    pub fn in_push_maintenance(&self) -> bool {
+        self.push_maintenance.load(Ordering::Relaxed)
+    }
+
+    /// Sets push maintenance as this node sees it; turning it off wakes the spool's replay.
+    pub fn set_push_maintenance(&self, on: bool) -> bool {
+        let was = self.push_maintenance.swap(on, Ordering::Relaxed);
+        if was && !on {
+            if let Some(spool) = &self.spool {
+                spool.wake();
+            }
+        }
+        was
     }
 }

@@ -16,12 +16,14 @@ mod known;
 mod mesh;
 mod pg_tls;
 mod retention;
+mod spool;
 
 pub use auth::{AuthConfig, JwksSource, JwtAlgorithm, DEFAULT_SKIP_PATHS};
 pub use known::KNOWN_VARS;
 pub use mesh::{MeshConfig, PeerAddress};
 pub use pg_tls::{PgSslMode, PgTlsConfig};
 pub use retention::RetentionConfig;
+pub use spool::SpoolConfig;
 
 /// A setting that was refused at start-up.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +81,8 @@ pub struct Config {
     pub retention: RetentionConfig,
     /// Who may call which route: JWT authentication and roles.
     pub auth: AuthConfig,
+    /// The push spool: where pushes wait while PostgreSQL is away.
+    pub spool: SpoolConfig,
 }
 
 /// The HTTP listener.
@@ -322,6 +326,7 @@ impl Config {
             mesh: mesh::mesh_config(&vars, bind_ip)?,
             retention: retention::retention_config(&vars)?,
             auth: auth::auth_config(&vars)?,
+            spool: spool::spool_config(&vars)?,
         })
     }
 }

@@ -20,6 +20,8 @@
 //! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config
 //!   changed, maintenance changed) that wake other nodes' group actors before any claim.
 //!   Only hints: PostgreSQL stays the truth.
+//! - [`spool`]: the push spool: pushes written to local, `fsync`ed files while PostgreSQL
+//!   is away (or push maintenance is on), answered `buffered`, and replayed in order.
 //! - [`auth`]: JWT verification and the role each route needs; `http::auth` is the gate
 //!   that applies them to requests when `JWT_ENABLED` is on.
 //! - [`app`]: wiring; [`telemetry`] and [`shutdown`]: one concern each.
@@ -81,4 +83,5 @@ pub mod metrics;
 pub mod retention;
 pub mod segment;
 pub mod shutdown;
+pub mod spool;
 pub mod telemetry;

@@ -1,5 +1,7 @@
-//! Maintenance mode for pops, shared through the database: every node re-reads the switch
-//! on a short interval, so all nodes agree within about a second of a change.
+//! Maintenance modes, shared through the database: pop maintenance (every pop answers 204)
+//! and push maintenance (every push goes to the node's spool). Every node re-reads both
+//! switches on a short interval, so all nodes agree within about a second of a change;
+//! push maintenance turning off wakes this node's spool replay.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::broker::Broker;
-use crate::db::system::maintenance;
+use crate::db::system::maintenance_switches;
 
 /// How often each node re-reads the switch.
 pub const REFRESH_EVERY: Duration = Duration::from_millis(500);
@@ -21,14 +23,17 @@ pub fn spawn_refresher(broker: Arc<Broker>) -> tokio::task::JoinHandle<()> {
         loop {
             tick.tick().await;
             let result = match broker.db.background_conn().await {
-                Ok(mut conn) => maintenance(&mut conn).await,
+                Ok(mut conn) => maintenance_switches(&mut conn).await,
                 Err(e) => Err(e),
             };
             match result {
-                Ok(on) => {
-                    let was = broker.maintenance.swap(on, Ordering::Relaxed);
-                    if was != on {
-                        info!(maintenance = on, "pop maintenance mode changed");
+                Ok((pop, push)) => {
+                    let was = broker.maintenance.swap(pop, Ordering::Relaxed);
+                    if was != pop {
+                        info!(maintenance = pop, "pop maintenance mode changed");
+                    }
+                    if broker.set_push_maintenance(push) != push {
+                        info!(push_maintenance = push, "push maintenance mode changed");
                     }
                 }
                 Err(error) => warn!(error = %error, "maintenance switch could not be read"),

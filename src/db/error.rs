@@ -81,6 +81,20 @@ impl DbError {
         }
     }
 
+    /// True for an outage of the database (a lost or refused connection, the server
+    /// shutting down or starting), as opposed to a pool busy with load: what a client
+    /// should retry later, and what the push spool stands in for.
+    pub fn is_outage(&self) -> bool {
+        !matches!(self, DbError::PoolExhausted) && self.is_connection_problem()
+    }
+
+    /// True when PostgreSQL refused a value as data (SQLSTATE class 22: a NUL in text, a
+    /// number out of range): the same statement with the same values fails again.
+    pub fn is_data_exception(&self) -> bool {
+        matches!(self, DbError::Query { .. })
+            && self.sql_state().is_some_and(|s| s.code().starts_with("22"))
+    }
+
     /// True when the connection that ran the statement must not be reused.
     pub fn poisons_connection(&self) -> bool {
         matches!(self, DbError::StatementTimeout { .. }) || self.is_connection_problem()

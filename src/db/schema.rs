@@ -78,6 +78,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("052_log_ack_v2_options.sql"),
     sql_file!("053_log_render_failed_options.sql"),
     sql_file!("054_consumer_group_seek_retry_at.sql"),
+    sql_file!("055_push_maintenance.sql"),
     sql_file!("058_segments_inline.sql"),
 ];
 

@@ -45,6 +45,11 @@ pub enum ApiError {
     /// A valid token without the role the route needs: 403 with this text.
     #[error("{0}")]
     Forbidden(String),
+    /// This node cannot take the request now, though the request is sound (the push spool
+    /// is full or its disk failed while the database is away): 503 with this text and
+    /// `Retry-After`, which clients retry.
+    #[error("{0}")]
+    Unavailable(String),
     /// A route that exists for other methods: 405.
     #[error("method not allowed")]
     MethodNotAllowed,
@@ -86,6 +91,20 @@ impl From<PushError> for ApiError {
     }
 }
 
+impl From<crate::spool::intake::IntakeError> for ApiError {
+    fn from(e: crate::spool::intake::IntakeError) -> Self {
+        use crate::spool::{intake::IntakeError, SpoolError};
+        match e {
+            IntakeError::Push(push) => ApiError::from(push),
+            IntakeError::Spool(SpoolError::Record(r)) => ApiError::BadRequest(r.to_string()),
+            IntakeError::Spool(
+                spool @ (SpoolError::Full { .. } | SpoolError::Io(_) | SpoolError::Stopped),
+            ) => ApiError::Unavailable(spool.to_string()),
+            IntakeError::NoSpool => ApiError::Unavailable(e.to_string()),
+        }
+    }
+}
+
 impl From<TransactionError> for ApiError {
     fn from(e: TransactionError) -> Self {
         match e {
@@ -106,6 +125,7 @@ impl ResponseError for ApiError {
             ApiError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NoRoute { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Db(db) if rejected_input(db).is_some() => StatusCode::BAD_REQUEST,
             ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
@@ -127,6 +147,12 @@ impl ResponseError for ApiError {
                     .json(json!({ "error": text, "code": "unauthorized" }));
             }
             ApiError::Forbidden(text) => json!({ "error": text, "code": "forbidden" }),
+            ApiError::Unavailable(text) => {
+                warn!(error = %text, "request refused");
+                return HttpResponse::ServiceUnavailable()
+                    .insert_header((actix_web::http::header::RETRY_AFTER, "1"))
+                    .json(json!({ "error": text }));
+            }
             ApiError::TooLarge { .. } | ApiError::MethodNotAllowed => {
                 json!({ "error": self.to_string() })
             }
@@ -172,7 +198,7 @@ impl ResponseError for ApiError {
 /// connection was lost or refused. An exhausted pool stays a 500 `pool` (the seed's
 /// answer for load).
 fn is_outage(db: &DbError) -> bool {
-    !matches!(db, DbError::PoolExhausted) && db.is_connection_problem()
+    db.is_outage()
 }
 
 /// PostgreSQL's text when it refused a value a request carried: SQLSTATE class 22 (data

@@ -97,6 +97,11 @@ pub(crate) async fn snapshot(state: &AppState) -> Value {
     });
     body["hotlist"] = json!(broker.config.pop.hotlist);
     body["maintenance"] = json!(broker.in_maintenance());
+    body["pushMaintenance"] = json!(broker.in_push_maintenance());
+    body["spool"] = match &broker.spool {
+        Some(spool) => spool.to_json(),
+        None => crate::spool::Spool::off_json(),
+    };
     body["mesh"] = broker.mesh.snapshot();
     body["retention"]["tables"] = table_sizes(state).await;
     body

@@ -12,9 +12,8 @@ use uuid::Uuid;
 use super::binary::qpb1;
 use super::{read_body, ApiError, AppState};
 use crate::domain::{PartitionName, PushLimits, PushTally, QueueName};
-use crate::log::push::{
-    push as store, push_prebuilt as store_prebuilt, PushItem, PushOutcome, PushStatus,
-};
+use crate::log::push::{PushItem, PushOutcome, PushStatus};
+use crate::spool::intake::{self, Accepted};
 
 /// Largest transaction id: the stored frame's `u16` length prefix.
 const MAX_TRANSACTION_ID_BYTES: usize = 65_535;
@@ -40,7 +39,8 @@ pub(super) struct RawItem {
         (status = 201, description = "one verdict per item (or, with the binary flag 2, totals)", body = Value),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
         (status = 413, description = "body too large", body = crate::http::openapi::schemas::ErrorBody),
-        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 503, description = "database unavailable, and the push spool full or off", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
 pub async fn push(
@@ -62,14 +62,18 @@ pub async fn push(
     let mut items = decode_json(&body, caps)?;
     stamp(&mut items, state.producer(&req));
 
-    let outcomes = store(
+    let accepted = intake::push(
         &state.broker,
         &state.tenant(&req),
         items,
+        Vec::new(),
         state.broker.config.push.zstd_level,
     )
     .await?;
-    Ok(HttpResponse::Created().json(answer(&outcomes)))
+    Ok(match accepted {
+        Accepted::Stored(outcomes) => HttpResponse::Created().json(answer(&outcomes)),
+        Accepted::Buffered(ids) => HttpResponse::Created().json(buffered(&ids)),
+    })
 }
 
 /// A `QPB1` body: decoded into the same items, stored the same way; flag-8 groups are
@@ -84,7 +88,7 @@ async fn push_binary(
     let mut decoded =
         qpb1::decode(body, limit, caps).map_err(|e| ApiError::bad_request(e.to_string()))?;
     stamp(&mut decoded.items, state.producer(req));
-    let outcomes = store_prebuilt(
+    let accepted = intake::push(
         &state.broker,
         &state.tenant(req),
         decoded.items,
@@ -92,6 +96,19 @@ async fn push_binary(
         state.broker.config.push.zstd_level,
     )
     .await?;
+    let outcomes = match accepted {
+        Accepted::Stored(outcomes) => outcomes,
+        Accepted::Buffered(ids) if decoded.counts_only => {
+            return Ok(HttpResponse::Created().json(json!({
+                "count": ids.len(),
+                "queued": 0,
+                "duplicate": 0,
+                "error": 0,
+                "buffered": ids.len(),
+            })));
+        }
+        Accepted::Buffered(ids) => return Ok(HttpResponse::Created().json(buffered(&ids))),
+    };
     if decoded.counts_only {
         let count = |f: fn(&PushStatus) -> bool| outcomes.iter().filter(|o| f(&o.status)).count();
         return Ok(HttpResponse::Created().json(json!({
@@ -209,6 +226,32 @@ fn answer(outcomes: &[PushOutcome]) -> Vec<PushAnswer<'_>> {
             error: o.status.error(),
         })
         .collect()
+}
+
+/// One answer object per item of a spooled push: `buffered`, with the transaction id and
+/// message id it will be stored under (no partition id or offset yet: the replay assigns
+/// them). The published clients count any status other than `queued`, `duplicate` and
+/// `failed` as neither success nor failure, and raise nothing.
+fn buffered(ids: &[(String, Uuid)]) -> Vec<BufferedAnswer<'_>> {
+    ids.iter()
+        .enumerate()
+        .map(|(index, (transaction_id, message_id))| BufferedAnswer {
+            index,
+            status: "buffered",
+            transaction_id,
+            message_id: *message_id,
+        })
+        .collect()
+}
+
+/// One spooled item's answer.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BufferedAnswer<'a> {
+    index: usize,
+    status: &'static str,
+    transaction_id: &'a str,
+    message_id: Uuid,
 }
 
 /// One item's answer, serialised straight from this struct (a `serde_json::Value` per

@@ -1,6 +1,7 @@
-//! `GET|POST /api/v1/system/maintenance`: pop maintenance mode, shared through the database
-//! so every node agrees within a second. Body `{"pop": true|false}` (`enabled` is accepted
-//! as a synonym).
+//! `GET|POST /api/v1/system/maintenance`: the maintenance switches, shared through the
+//! database so every node agrees within a second. Body `{"pop": true|false}` (`enabled` is
+//! accepted as a synonym) and/or `{"push": true|false}` (pushes go to each node's spool,
+//! answered `buffered`; turning it off replays the spools).
 
 use std::sync::atomic::Ordering;
 
@@ -18,7 +19,10 @@ use crate::db::system;
     responses((status = 200, description = "the switch", body = Object))
 )]
 pub async fn get_maintenance(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(json!({ "pop": state.broker.in_maintenance() }))
+    HttpResponse::Ok().json(json!({
+        "pop": state.broker.in_maintenance(),
+        "push": state.broker.in_push_maintenance(),
+    }))
 }
 
 /// Sets the switch for every node.
@@ -39,15 +43,38 @@ pub async fn set_maintenance(
 ) -> Result<HttpResponse, ApiError> {
     let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let value: Value = parse_json(&body)?;
-    let on = value
-        .get("pop")
-        .or_else(|| value.get("enabled"))
-        .and_then(Value::as_bool)
-        .ok_or_else(|| ApiError::bad_request("body must be {\"pop\": true|false}"))?;
-    let mut conn = state.broker.db.conn().await?;
-    let stored = system::set_maintenance(&mut conn, on).await?;
-    state.broker.maintenance.store(stored, Ordering::Relaxed);
-    // Peers re-read the switch within a refresh interval anyway; the hint makes it now.
-    state.broker.mesh.maintenance_changed(stored);
-    Ok(HttpResponse::Ok().json(json!({ "pop": stored })))
+    const SHAPE: &str = "body must be {\"pop\": true|false} and/or {\"push\": true|false}";
+    let switch = |key: &str| match value.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(on)) => Ok(Some(*on)),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "{key} must be true or false"
+        ))),
+    };
+    let pop = match switch("pop")? {
+        Some(on) => Some(on),
+        None => switch("enabled")?,
+    };
+    let push = switch("push")?;
+    if pop.is_none() && push.is_none() {
+        return Err(ApiError::bad_request(SHAPE));
+    }
+    let broker = &state.broker;
+    let mut conn = broker.db.conn().await?;
+    if let Some(on) = pop {
+        let stored = system::set_maintenance(&mut conn, on).await?;
+        broker.maintenance.store(stored, Ordering::Relaxed);
+        // Peers re-read the switch within a refresh interval anyway; the hint makes it now.
+        broker.mesh.maintenance_changed(stored);
+    }
+    if let Some(on) = push {
+        let stored = system::set_push_maintenance(&mut conn, on).await?;
+        // Peers follow within a refresh interval (no mesh hint: a push that reaches the
+        // database meanwhile is simply stored, in order).
+        broker.set_push_maintenance(stored);
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "pop": broker.in_maintenance(),
+        "push": broker.in_push_maintenance(),
+    })))
 }

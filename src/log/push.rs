@@ -13,6 +13,7 @@
 //! their queue is encrypted: then they are rebuilt with sealed payloads).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use tracing::instrument;
 use uuid::Uuid;
@@ -185,6 +186,29 @@ pub async fn push_prebuilt(
     }
     // Sealing reads queue options on a connection of its own: before this push holds one.
     let prepared = prepare(broker, tenant, &items, prebuilt).await?;
+    push_prepared(
+        broker,
+        tenant,
+        Arc::new(items),
+        Arc::new(prepared),
+        zstd_level,
+    )
+    .await
+}
+
+/// Stores a push [`prepare`] made ready. Items and preparation are shared, not moved, so a
+/// caller that must do something else with them when the store fails (the push spool
+/// writes them to disk) still has them, at the cost of two reference counts per request.
+pub async fn push_prepared(
+    broker: &Broker,
+    tenant: &Tenant,
+    items: Arc<Vec<PushItem>>,
+    prepared: Arc<PreparedPush>,
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
     let (items, prepared) = match broker.push_combiner.submit(tenant, items, prepared).await {
         Ok(reply) => return reply,
         Err(back) => back,
@@ -213,6 +237,18 @@ pub struct PreparedPush {
     segment_of: Vec<Option<usize>>,
 }
 
+impl PreparedPush {
+    /// Each item's message id, in request order.
+    pub fn message_ids(&self) -> &[Uuid] {
+        &self.message_ids
+    }
+
+    /// Each item's effective transaction id (the given one, or its message id's text).
+    pub fn transaction_ids(&self) -> &[String] {
+        &self.txn_ids
+    }
+}
+
 /// Mints ids and seals the payloads of `items` (see [`PreparedPush`]); `prebuilt` are the
 /// client-compressed groups some of them came in (empty for JSON pushes).
 pub async fn prepare(
@@ -221,7 +257,20 @@ pub async fn prepare(
     items: &[PushItem],
     prebuilt: Vec<PrebuiltSegment>,
 ) -> Result<PreparedPush, PushError> {
-    let mut message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    let message_ids: Vec<Uuid> = items.iter().map(|_| Uuid::now_v7()).collect();
+    prepare_with_ids(broker, tenant, items, prebuilt, message_ids).await
+}
+
+/// [`prepare`] with the message ids given, one per item (a replayed spool record keeps
+/// the ids its push was answered with); prebuilt groups still bring their own.
+pub async fn prepare_with_ids(
+    broker: &Broker,
+    tenant: &Tenant,
+    items: &[PushItem],
+    prebuilt: Vec<PrebuiltSegment>,
+    mut message_ids: Vec<Uuid>,
+) -> Result<PreparedPush, PushError> {
+    debug_assert_eq!(message_ids.len(), items.len());
     // Which prebuilt segment each item belongs to, if any.
     let mut segment_of: Vec<Option<usize>> = vec![None; items.len()];
     for (s, seg) in prebuilt.iter().enumerate() {

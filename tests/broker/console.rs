@@ -231,6 +231,27 @@ async fn the_maintenance_page_pauses_pops_after_a_confirmation() {
     assert_eq!(state["pop"], true, "{state}");
 }
 
+/// The push switch on the maintenance page says what it does, then sends pushes to the
+/// spool.
+#[actix_rt::test]
+async fn the_maintenance_page_sends_pushes_to_the_spool_after_a_confirmation() {
+    let b = TestBroker::start().await;
+    let browser = Browser::start().await;
+
+    browser.goto(&b.url("/console/maintenance")).await;
+    browser.text_when("#switch-push", |t| t == "running").await;
+    browser.click("#toggle-push").await;
+    browser
+        .text_when("#confirm-text", |t| t.contains("spool"))
+        .await;
+    browser.click("#confirm-ok").await;
+    browser.text_when("#switch-push", |t| t == "spooled").await;
+
+    let (_, state) = b.get("/api/v1/system/maintenance").await;
+    assert_eq!(state["push"], true, "{state}");
+    assert_eq!(state["pop"], false, "{state}");
+}
+
 /// "Seek to end" on the consumer-groups page, once confirmed, leaves the group no lag.
 #[actix_rt::test]
 async fn seeking_a_group_to_the_end_from_the_page_clears_its_lag() {

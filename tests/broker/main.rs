@@ -65,6 +65,7 @@ mod retention;
 mod retention_concurrency;
 mod retry_delay;
 mod shutdown;
+mod spool;
 mod transaction;
 mod upgrade;
 mod upgrade_options;

@@ -1,23 +1,21 @@
-//! A PostgreSQL restart under load, on a private server this test stops and starts: four
+//! A PostgreSQL restart under load with the push spool off (`FILE_BUFFER_MAX_BYTES=0`; the
+//! same load with the spool on is `spool::load`), on a private server this test stops and starts: four
 //! producers push, three consumers pop with leases and ack, and long-polls are parked, while
 //! the server is down for a few seconds. Nothing answered as stored is lost; a message comes
 //! twice only when an ack of it failed (its lease expired); every failure is a 503 JSON error
 //! that names the connection (never a 500); and requests sent once the server is back, on
 //! pooled connections that died while idle, succeed.
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use queen::db::embedded::{EmbeddedOptions, EmbeddedPostgres};
 use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::support::fixtures::configure;
 use crate::support::load::{send, Failures, Load};
-use crate::support::{free_port, TestBroker};
+use crate::support::private_postgres::PrivatePostgres;
+use crate::support::TestBroker;
 
 const QUEUE: &str = "restart";
 const PARTITIONS: u64 = 8;
@@ -28,58 +26,6 @@ const PUSH_BATCH: u64 = 10;
 const DOWN: Duration = Duration::from_secs(3);
 /// Short, so a message whose ack failed comes back within the test.
 const LEASE_SECS: u64 = 4;
-
-/// A PostgreSQL server of this test alone, so stopping it disturbs no other test.
-struct PrivatePostgres {
-    options: EmbeddedOptions,
-    server: Option<EmbeddedPostgres>,
-    _dir: tempfile::TempDir,
-}
-
-impl PrivatePostgres {
-    fn start() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("queen-restart-")
-            .tempdir_in("/tmp")
-            .expect("a folder");
-        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-        let setting = |k: &str, v: &str| (k.to_owned(), v.to_owned());
-        let options = EmbeddedOptions {
-            data_dir: dir.path().join("data"),
-            port: free_port(),
-            user: "queen".to_owned(),
-            bin_dir: std::env::var_os("QUEEN_PG_BIN_DIR").map(PathBuf::from),
-            server_settings: vec![setting("fsync", "off"), setting("max_connections", "100")],
-        };
-        let server = EmbeddedPostgres::start(options.clone()).expect("the private server starts");
-        Self {
-            options,
-            server: Some(server),
-            _dir: dir,
-        }
-    }
-
-    fn config(&self) -> tokio_postgres::Config {
-        self.server.as_ref().expect("running").pg_config("postgres")
-    }
-
-    /// A fast shutdown (every session is ended), `down` of nothing, and a start.
-    fn restart(&mut self, down: Duration) {
-        let mut server = self.server.take().expect("running");
-        server.stop().expect("the server stops");
-        drop(server);
-        std::thread::sleep(down);
-        self.server = Some(EmbeddedPostgres::start(self.options.clone()).expect("it starts again"));
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            let _ = server.stop_immediate();
-        }
-    }
-}
 
 /// Long-polls on an empty queue, parked while the server goes down: each must answer
 /// 204 or a 503 within its timeout, never a 500 or a hang.
@@ -99,12 +45,16 @@ async fn park(b: Arc<TestBroker>, failures: Arc<Failures>) {
 
 #[actix_rt::test]
 async fn a_postgres_restart_under_load_loses_nothing_and_answers_503() {
-    // Arrange: a broker whose pool gives up within a second, so requests meet the outage.
+    // Arrange: a broker whose pool gives up within a second, so requests meet the outage,
+    // and without a spool, so pushes meet it too.
     let mut server = tokio::task::spawn_blocking(PrivatePostgres::start)
         .await
         .unwrap();
-    let b =
-        Arc::new(TestBroker::start_on(server.config(), &[("QUEEN_POOL_TIMEOUT_MS", "1000")]).await);
+    let vars = [
+        ("QUEEN_POOL_TIMEOUT_MS", "1000"),
+        ("FILE_BUFFER_MAX_BYTES", "0"),
+    ];
+    let b = Arc::new(TestBroker::start_on(server.config(), &vars).await);
     configure(&b, QUEUE, json!({ "leaseTime": LEASE_SECS })).await;
     let load = Load::new(vec![b.base.clone()], QUEUE, PARTITIONS, PUSH_BATCH);
     let running = load.start(PRODUCERS, CONSUMERS);

@@ -9,6 +9,8 @@ import asyncio
 import re
 import time
 
+import httpx
+
 from queen import Queen
 
 from conftest import URL, client, configure, data, pop, pop_until, push, unique
@@ -537,3 +539,24 @@ async def test_core_names_with_spaces_survive_path_and_query_encoding():
         assert {m["partition"] for m in got} == {partition}
         assert verdict["success"] is True, verdict
         assert left == []
+
+
+async def test_core_a_push_buffered_by_push_maintenance_raises_nothing_and_is_delivered_once_it_ends():
+    async with client() as q, httpx.AsyncClient() as http:
+        queue = unique("buffered")
+        await configure(q, queue)
+        switch = await http.post(f"{URL}/api/v1/system/maintenance", json={"push": True})
+        assert switch.status_code == 200 and switch.json()["push"] is True, switch.text
+        try:
+            answers = await q.queue(queue).push([{"data": {"n": i}} for i in range(3)])
+            during = await pop(q, queue, batch=10)
+        finally:
+            switch = await http.post(f"{URL}/api/v1/system/maintenance", json={"push": False})
+        got = await pop_until(q, queue, 3)
+
+        assert switch.status_code == 200 and switch.json()["push"] is False, switch.text
+        assert [a["status"] for a in answers] == ["buffered"] * 3, answers
+        assert all(a["transactionId"] and a["messageId"] for a in answers), answers
+        assert during == []
+        assert data(got) == [{"n": 0}, {"n": 1}, {"n": 2}]
+        assert [m["transactionId"] for m in got] == [a["transactionId"] for a in answers]

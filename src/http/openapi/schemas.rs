@@ -158,11 +158,14 @@ pub struct QueueOptionsBody {
     min_pop_wait_time: Option<i64>,
 }
 
-/// `POST /api/v1/system/maintenance`.
+/// `POST /api/v1/system/maintenance`: either switch, or both.
 #[derive(ToSchema)]
 pub struct MaintenanceBody {
     /// `true` makes every pop on every node answer 204.
-    pop: bool,
+    pop: Option<bool>,
+    /// `true` sends every push to its node's spool (answered `buffered`); `false` replays
+    /// the spools.
+    push: Option<bool>,
 }
 
 /// `POST /api/v1/consumer-groups/{group}/queues/{queue}/seek`: one of the two.

@@ -50,13 +50,16 @@ pub struct PushCombiner {
     config: CombineConfig,
 }
 
+/// A push handed back to its caller when the writers cannot take it.
+type SharedPush = (Arc<Vec<PushItem>>, Arc<PreparedPush>);
+
 /// What a request gets back.
 type Reply = Result<Vec<PushOutcome>, PushError>;
 
 struct Job {
     tenant: Tenant,
-    items: Vec<PushItem>,
-    prepared: PreparedPush,
+    items: Arc<Vec<PushItem>>,
+    prepared: Arc<PreparedPush>,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -105,9 +108,9 @@ impl PushCombiner {
     pub(super) async fn submit(
         &self,
         tenant: &Tenant,
-        items: Vec<PushItem>,
-        prepared: PreparedPush,
-    ) -> Result<Reply, (Vec<PushItem>, PreparedPush)> {
+        items: Arc<Vec<PushItem>>,
+        prepared: Arc<PreparedPush>,
+    ) -> Result<Reply, SharedPush> {
         let Some(sender) = &self.sender else {
             return Err((items, prepared));
         };

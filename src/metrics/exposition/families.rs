@@ -13,6 +13,28 @@ pub type Family = (
 /// Counters: numbers that only grow while the process lives.
 pub const COUNTERS: &[Family] = &[
     (
+        "queen_spool_buffered_messages_total",
+        "messages this node answered buffered (written to its push spool)",
+        "",
+        &[("", "/spool/bufferedMessages")],
+    ),
+    (
+        "queen_spool_replayed_total",
+        "spooled messages the replay handled: stored, found stored already (duplicate), or rejected",
+        "result",
+        &[
+            ("stored", "/spool/replayedMessages"),
+            ("duplicate", "/spool/replayedDuplicates"),
+            ("rejected", "/spool/replayRejected"),
+        ],
+    ),
+    (
+        "queen_spool_refused_total",
+        "pushes answered 503 because the push spool was full",
+        "",
+        &[("", "/spool/refusedFull")],
+    ),
+    (
         "queen_retention_runs_total",
         "retention sweeps of this node: ran (it held the lease), skipped (another node did), failed",
         "result",
@@ -219,6 +241,24 @@ pub const GAUGES: &[Family] = &[
         "1 while pop maintenance is on",
         "",
         &[("", "/maintenance")],
+    ),
+    (
+        "queen_push_maintenance",
+        "1 while push maintenance is on (pushes go to the spool)",
+        "",
+        &[("", "/pushMaintenance")],
+    ),
+    (
+        "queen_spool_pending_records",
+        "push requests in this node's spool not yet replayed",
+        "",
+        &[("", "/spool/pendingRecords")],
+    ),
+    (
+        "queen_spool_pending_bytes",
+        "bytes of spooled push requests not yet replayed",
+        "",
+        &[("", "/spool/pendingBytes")],
     ),
     (
         "queen_hotlist_enabled",

@@ -96,6 +96,11 @@ impl TestCluster {
     /// the whole cluster start again on new ports (a few times at most).
     pub async fn start(n: usize, options: Options) -> Self {
         let pg = postgres::fresh_database().await;
+        Self::start_on(pg, n, options).await
+    }
+
+    /// [`start`](Self::start) on a given database (a private server a test stops).
+    pub async fn start_on(pg: tokio_postgres::Config, n: usize, options: Options) -> Self {
         for attempt in 1..=START_ATTEMPTS {
             let mut cluster = Self::spawn_all(n, options.clone(), pg.clone());
             let mut failure = None;
@@ -210,6 +215,12 @@ impl TestCluster {
         }
     }
 
+    /// Node `i`'s push spool folder (`FILE_BUFFER_DIR`), beside the node logs.
+    pub fn spool_dir(&self, i: usize) -> std::path::PathBuf {
+        let dir = self.processes[i].log.parent().expect("the logs' folder");
+        dir.join(format!("spool-{}", self.nodes[i].id))
+    }
+
     /// A direct SQL connection to the cluster's database.
     pub async fn sql(&self) -> tokio_postgres::Client {
         let (client, connection) = self
@@ -243,7 +254,9 @@ impl TestCluster {
             .env("DB_POOL_SIZE", "12")
             .env("QUEEN_NODE_ID", &node.id)
             .env("QUEEN_MESH_PORT", node.mesh_port.to_string())
-            .env("QUEEN_CLUSTER_NAME", &self.cluster_name);
+            .env("QUEEN_CLUSTER_NAME", &self.cluster_name)
+            // Each node's own push spool, kept across its restarts.
+            .env("FILE_BUFFER_DIR", self.spool_dir(i));
         if self.options.mesh {
             let peers: Vec<String> = self
                 .nodes

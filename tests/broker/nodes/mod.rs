@@ -15,6 +15,7 @@ mod kill;
 mod kill_under_load;
 mod memory;
 mod races;
+mod spool_kill;
 mod wakes;
 
 use std::time::{Duration, Instant};

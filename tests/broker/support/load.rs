@@ -102,6 +102,9 @@ pub struct Load {
     /// Clients that give up on pushes and acks after a few milliseconds (then re-send,
     /// each time waiting twice as long): requests dropped mid-way at random moments.
     pub impatient: bool,
+    /// Messages answered `buffered` (written to a node's push spool): stored numbers too,
+    /// which must be delivered like the others.
+    pub buffered: Arc<AtomicU64>,
 }
 
 impl Load {
@@ -116,6 +119,7 @@ impl Load {
             stop_producers: Arc::default(),
             stop_consumers: Arc::default(),
             impatient: false,
+            buffered: Arc::default(),
         }
     }
 
@@ -189,8 +193,9 @@ pub fn client() -> reqwest::Client {
 
 /// Pushes batches of numbered messages (payload `{"n": n}`, transaction id `t<n>`) until
 /// told to stop, starting on node `producer % nodes`; a failed batch is re-sent unchanged
-/// (to the next node) until answered. Returns the numbers answered as stored: `queued`, or
-/// `duplicate` of an earlier try whose commit did happen.
+/// (to the next node) until answered. Returns the numbers answered as stored: `queued`,
+/// `duplicate` of an earlier try whose commit did happen, or `buffered` (spooled, stored
+/// later by the node's replay).
 async fn produce(load: Load, producer: u64) -> Vec<u64> {
     let http = client();
     let mut dice = Dice::new(producer);
@@ -230,9 +235,12 @@ async fn produce(load: Load, producer: u64) -> Vec<u64> {
         for (k, answer) in answers.iter().enumerate() {
             let status = answer["status"].as_str().unwrap_or_default();
             assert!(
-                status == "queued" || status == "duplicate",
+                matches!(status, "queued" | "duplicate" | "buffered"),
                 "push item answered {answer}"
             );
+            if status == "buffered" {
+                load.buffered.fetch_add(1, Ordering::Relaxed);
+            }
             stored.push(first + k as u64);
         }
         batch += 1;

@@ -7,6 +7,7 @@ pub mod drain;
 pub mod fixtures;
 pub mod load;
 pub mod postgres;
+pub mod private_postgres;
 pub mod qpb1;
 pub mod qpf1;
 pub mod tokens;
@@ -31,6 +32,8 @@ pub struct TestBroker {
     /// Where the broker's mesh listens.
     pub mesh: std::net::SocketAddr,
     app: Option<App>,
+    /// The broker's own push spool folder (`FILE_BUFFER_DIR`), unless the test gave one.
+    _spool: Option<tempfile::TempDir>,
 }
 
 impl TestBroker {
@@ -66,6 +69,18 @@ impl TestBroker {
         if !vars.iter().any(|(k, _)| *k == "QUEEN_MESH_PORT") {
             config.mesh.bind.set_port(0);
         }
+        // ... and a push spool of its own (a spool folder is locked by one broker).
+        let spool = match vars.iter().any(|(k, _)| *k == "FILE_BUFFER_DIR") {
+            true => None,
+            false => {
+                let dir = tempfile::Builder::new()
+                    .prefix("queen-spool-")
+                    .tempdir()
+                    .expect("a spool folder");
+                config.spool.dir = dir.path().to_owned();
+                Some(dir)
+            }
+        };
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let app = app::start(config, listener).await?;
         Ok(TestBroker {
@@ -80,6 +95,7 @@ impl TestBroker {
             pg,
             mesh: app.mesh_addr(),
             app: Some(app),
+            _spool: spool,
         })
     }
 

@@ -1,5 +1,5 @@
 // Queen console, the operating views: consumer groups (seek, delete), messages (find,
-// inspect), dead letters (inspect, retry, delete) and maintenance (the pop switch).
+// inspect), dead letters (inspect, retry, delete) and maintenance (the pop and push switches).
 "use strict";
 (() => {
   const C = Console;
@@ -187,7 +187,10 @@
         const b = e.target.closest("button[data-switch]");
         if (!b) return;
         const key = b.dataset.switch, on = b.dataset.to === "true";
-        const text = on ? `Pause every ${key} on every node? Clients get empty answers until it is turned off.` : `Resume ${key}s on every node?`;
+        const text = key === "push"
+          ? (on ? "Send every push on every node to its spool? Pushes are answered buffered and stored, in order, when this is turned off."
+                : "Store the spooled pushes and send new pushes to the database again, on every node?")
+          : (on ? `Pause every ${key} on every node? Clients get empty answers until it is turned off.` : `Resume ${key}s on every node?`);
         if (await C.confirm(text)) {
           C.act($("#maintenance-result", root), () => C.api("POST", "/api/v1/system/maintenance", { [key]: on }), `${key} maintenance ${on ? "on" : "off"}.`);
         }
@@ -195,12 +198,13 @@
     },
     async refresh(root) {
       const m = await C.get("/api/v1/system/maintenance");
+      const held = (key) => key === "push" ? "spooled" : "paused";
       const row = (key, what) => `<p class="switch">${what}: <span id="switch-${key}" class="pill ${m[key] ? "warn" : "ok"}">${
-        m[key] ? "paused" : "running"}</span> <button id="toggle-${key}" data-switch="${key}" data-to="${!m[key]}" class="${m[key] ? "" : "danger"}">${
+        m[key] ? held(key) : "running"}</span> <button id="toggle-${key}" data-switch="${key}" data-to="${!m[key]}" class="${m[key] ? "" : "danger"}">${
         m[key] ? `Resume ${key}s` : `Pause ${key}s…`}</button></p>`;
       $("#switches", root).innerHTML = row("pop", "Pops") + ("push" in m ? row("push", "Pushes") :
         '<p class="muted">This broker has no push switch: pushes are always accepted.</p>') +
-        '<p class="muted">The switch is stored in PostgreSQL and told to every peer at once.</p>';
+        '<p class="muted">The switches are stored in PostgreSQL; the pop switch is told to every peer at once, the push switch reaches them within a second.</p>';
     },
   };
 })();
