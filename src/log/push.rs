@@ -353,14 +353,7 @@ pub async fn stage_many(
 ) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     let groups = group_items(requests);
     let mut outcomes = no_outcomes(requests);
-    let request = Request {
-        tenant,
-        requests,
-        windows: &broker.dedup,
-        default_window_secs: broker.config.push.dedup_window_secs,
-        zstd_level,
-        metrics: &broker.metrics,
-    };
+    let request = Request::new(broker, tenant, requests, zstd_level);
     append_groups(tx, &request, &groups, &mut outcomes).await?;
     Ok(answered(outcomes))
 }
@@ -378,14 +371,7 @@ pub async fn store_alone(
 ) -> Result<Option<Vec<Vec<PushOutcome>>>, PushError> {
     let groups = group_items(requests);
     let mut outcomes = no_outcomes(requests);
-    let request = Request {
-        tenant,
-        requests,
-        windows: &broker.dedup,
-        default_window_secs: broker.config.push.dedup_window_secs,
-        zstd_level,
-        metrics: &broker.metrics,
-    };
+    let request = Request::new(broker, tenant, requests, zstd_level);
     let stored = append::append_alone(conn, &request, &groups, &mut outcomes).await?;
     Ok(stored.then(|| answered(outcomes)))
 }

@@ -20,6 +20,19 @@ async fn appends(b: &TestBroker) -> (i64, i64) {
     )
 }
 
+/// Every string payload of `queue`, popped with auto-ack until a pop finds nothing.
+async fn drain(b: &TestBroker, queue: &str) -> Vec<String> {
+    let path = format!("/api/v1/pop/queue/{queue}?batch=100&autoAck=true");
+    let mut delivered = Vec::new();
+    loop {
+        let got = b.pop_messages(&path).await;
+        if got.is_empty() {
+            return delivered;
+        }
+        delivered.extend(got.iter().map(|m| m["data"].as_str().unwrap().to_owned()));
+    }
+}
+
 /// A partition's first push creates it through `log_push_v2`; the pushes after it are one
 /// statement each, at the offsets that follow.
 #[actix_rt::test]
@@ -170,19 +183,7 @@ async fn two_nodes_pushing_into_the_same_partitions_keep_offsets_dense_and_dedup
     let (single_a, _) = appends(&a).await;
     let (single_b, _) = appends(&b).await;
     assert!(single_a > 0 && single_b > 0, "{single_a} / {single_b}");
-    let mut delivered = Vec::new();
-    loop {
-        let got = a
-            .pop_messages("/api/v1/pop/queue/sa-two?batch=100&autoAck=true")
-            .await;
-        if got.is_empty() {
-            break;
-        }
-        delivered.extend(
-            got.into_iter()
-                .map(|m| m["data"].as_str().unwrap().to_owned()),
-        );
-    }
+    let mut delivered = drain(&a, "sa-two").await;
     delivered.sort();
     let before = delivered.len();
     delivered.dedup();
@@ -266,19 +267,7 @@ async fn concurrent_pushes_over_several_shared_partitions_store_each_id_once() {
     let alone = counter(&a, "/push/oneRoundTripCommits").await
         + counter(&b, "/push/oneRoundTripCommits").await;
     assert!(alone > 0, "some commits went in one round trip");
-    let mut delivered = Vec::new();
-    loop {
-        let got = b
-            .pop_messages("/api/v1/pop/queue/sa-many?batch=100&autoAck=true")
-            .await;
-        if got.is_empty() {
-            break;
-        }
-        delivered.extend(
-            got.into_iter()
-                .map(|m| m["data"].as_str().unwrap().to_owned()),
-        );
-    }
+    let mut delivered = drain(&b, "sa-many").await;
     delivered.sort();
     assert_eq!(delivered, sorted);
 }

@@ -14,6 +14,7 @@ use tracing::debug;
 
 use super::window::{DedupWindows, Hit, Learned, WindowKey};
 use super::{PushError, PushItem, PushOutcome, PushStatus, Staged};
+use crate::broker::Broker;
 use crate::db::push::single_append::{self, Appended};
 use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
@@ -39,7 +40,24 @@ pub(super) struct Request<'a> {
     pub(super) metrics: &'a Metrics,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
+    /// The requests of `tenant` as `broker`'s windows and settings see them.
+    pub(super) fn new(
+        broker: &'a Broker,
+        tenant: &'a Tenant,
+        requests: &'a [Staged<'a>],
+        zstd_level: i32,
+    ) -> Self {
+        Request {
+            tenant,
+            requests,
+            windows: &broker.dedup,
+            default_window_secs: broker.config.push.dedup_window_secs,
+            zstd_level,
+            metrics: &broker.metrics,
+        }
+    }
+
     fn item(&self, (j, i): Ref) -> &PushItem {
         &self.requests[j].items[i]
     }
