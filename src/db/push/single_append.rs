@@ -34,9 +34,9 @@ WITH req AS (
                 $8::bytea[], $10::text[])
          WITH ORDINALITY AS r(queue, partition, known_last, cnt, codec, blob, producer, k)
 ), fresh AS (
-    -- The same check without locks first: a push that must decline (another writer
-    -- appended since, a partition is missing) declines without locking a row, so its
-    -- transaction stays read-only and its COMMIT waits for no flush.
+    -- Over several partitions, the same check without locks first: a push that must
+    -- decline (another writer appended since, a partition is missing) declines without
+    -- locking a row, so its transaction stays read-only and its COMMIT waits for no flush.
     SELECT count(*) = cardinality($2::text[]) AS all_ok
     FROM req
     JOIN queen.queues q ON q.tenant = $1 AND q.name = req.queue
@@ -51,7 +51,12 @@ WITH req AS (
     JOIN queen.queues q ON q.tenant = $1 AND q.name = req.queue
     JOIN queen.log_partitions p ON p.queue_id = q.id AND p.name = req.partition
     -- A queue with a maxSize is counted and locked by log_push_v2 only.
-    WHERE q.max_size = 0 AND (SELECT all_ok FROM fresh)
+    WHERE q.max_size = 0
+      -- A stale partition is not locked; over several partitions, none is unless all
+      -- are fresh (one partition needs no separate check: it is the only one).
+      AND NOT (coalesce(q.dedup_window_seconds, $5::integer) > 0 AND p.last_offset >= 0
+               AND p.last_offset IS DISTINCT FROM req.known_last)
+      AND (cardinality($2::text[]) = 1 OR (SELECT all_ok FROM fresh))
     ORDER BY req.queue COLLATE "C", req.partition COLLATE "C"
     FOR NO KEY UPDATE OF p
 ), ok AS (
