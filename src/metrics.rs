@@ -60,7 +60,7 @@ pub struct Metrics {
     /// Partition appends made by the one-statement append.
     pub push_single_appends: AtomicU64,
     /// Commits of pushes sent with their append statement in one round trip (see
-    /// `log::push::store_alone`).
+    /// `log::push::store_committed`).
     pub push_alone_commits: AtomicU64,
     /// Partition appends made by `log_push_v2` (the append the one statement declined).
     pub push_function_appends: AtomicU64,

@@ -354,26 +354,32 @@ pub async fn stage_many(
     let groups = group_items(requests);
     let mut outcomes = no_outcomes(requests);
     let request = Request::new(broker, tenant, requests, zstd_level);
-    append_groups(tx, &request, &groups, &mut outcomes).await?;
+    append_groups(tx, &request, &groups, append::Builds::new(), &mut outcomes).await?;
     Ok(answered(outcomes))
 }
 
-/// [`stage_many`] and its commit in one round trip, for requests none of whose transaction
-/// ids the dedup windows hold and whose items make one new segment per partition (see
-/// `append::append_alone`). `None`, having stored nothing, for any other push: the caller
-/// opens its transaction as usual.
-pub async fn store_alone(
+/// [`stage_many`] for requests of one tenant, committed: in one round trip when none of
+/// their transaction ids the dedup windows hold and their items make one new segment per
+/// partition (see `append::append_alone`), else in a transaction of its own, which reuses
+/// the segments the first attempt built.
+pub async fn store_committed(
     conn: &mut PgConn,
     broker: &Broker,
     tenant: &Tenant,
     requests: &[Staged<'_>],
     zstd_level: i32,
-) -> Result<Option<Vec<Vec<PushOutcome>>>, PushError> {
+) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     let groups = group_items(requests);
     let mut outcomes = no_outcomes(requests);
     let request = Request::new(broker, tenant, requests, zstd_level);
-    let stored = append::append_alone(conn, &request, &groups, &mut outcomes).await?;
-    Ok(stored.then(|| answered(outcomes)))
+    let mut builds = append::Builds::new();
+    if append::append_alone(conn, &request, &groups, &mut builds, &mut outcomes).await? {
+        return Ok(answered(outcomes));
+    }
+    let tx = DataTransaction::begin(conn).await?;
+    append_groups(&tx, &request, &groups, builds, &mut outcomes).await?;
+    tx.commit().await?;
+    Ok(answered(outcomes))
 }
 
 /// The items of `requests` per (queue, partition), as (request, item) pairs.
@@ -416,13 +422,8 @@ async fn stage_and_commit(
     zstd_level: i32,
 ) -> Result<Vec<PushOutcome>, PushError> {
     let staged = [Staged { items, prepared }];
-    if let Some(mut alone) = store_alone(conn, broker, tenant, &staged, zstd_level).await? {
-        return Ok(alone.pop().expect("one request stored"));
-    }
-    let tx = DataTransaction::begin(conn).await?;
-    let outcomes = stage(&tx, broker, tenant, items, prepared, zstd_level).await?;
-    tx.commit().await?;
-    Ok(outcomes)
+    let mut stored = store_committed(conn, broker, tenant, &staged, zstd_level).await?;
+    Ok(stored.pop().expect("one request stored"))
 }
 
 /// Tells the local group actors, and the peers through the mesh, which partitions

@@ -86,15 +86,21 @@ pub(super) type Outcomes = [Vec<Option<PushOutcome>>];
 /// partitions in, so two concurrent pushes over the same partitions cannot deadlock.
 pub(super) type Groups<'a> = BTreeMap<(&'a QueueName, &'a PartitionName), Vec<Ref>>;
 
-pub(super) async fn append_groups(
+/// Segments already built (compressed) per (queue, partition): what a declined
+/// [`append_alone`] hands to the transaction that follows, so no segment is compressed twice.
+pub(super) type Builds<'a> = HashMap<(&'a QueueName, &'a PartitionName), Built<'a>>;
+
+pub(super) async fn append_groups<'a>(
     tx: &DataTransaction<'_>,
-    req: &Request<'_>,
-    groups: &Groups<'_>,
+    req: &Request<'a>,
+    groups: &Groups<'a>,
+    mut builds: Builds<'a>,
     outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
-    for ((queue, partition), refs) in groups {
+    for (&(queue, partition), refs) in groups {
         let (pending, repeats) = split_repeats(req, refs);
-        append_partition(tx, req, queue, partition, pending, outcomes).await?;
+        let built = builds.remove(&(queue, partition));
+        append_partition(tx, req, queue, partition, pending, built, outcomes).await?;
         answer_repeats(&repeats, outcomes);
     }
     Ok(())
@@ -104,54 +110,50 @@ pub(super) async fn append_groups(
 /// [`single_append::append_alone`]): when no partition's window holds any of the items'
 /// transaction ids and each partition's items make one segment, all the segments are
 /// appended and committed by one statement. `Ok(false)` when the push is not of that shape
-/// or the statement declined: nothing was stored or answered, and the caller runs its
-/// transaction as usual.
-pub(super) async fn append_alone(
+/// or the statement declined: nothing was stored or answered, the segments it built are in
+/// `builds`, and the caller runs its transaction as usual.
+pub(super) async fn append_alone<'a>(
     conn: &mut PgConn,
-    req: &Request<'_>,
-    groups: &Groups<'_>,
+    req: &Request<'a>,
+    groups: &Groups<'a>,
+    builds: &mut Builds<'a>,
     outcomes: &mut Outcomes,
 ) -> Result<bool, PushError> {
     struct Ready<'a> {
         queue: &'a QueueName,
         partition: &'a PartitionName,
         known: Option<i64>,
-        pending: Vec<Ref>,
         repeats: Vec<(Ref, Ref)>,
         hashes: Vec<i64>,
-        segment: (i32, Codec, Cow<'a, [u8]>),
+        built: Built<'a>,
     }
-    let mut ready = Vec::with_capacity(groups.len());
-    for ((queue, partition), refs) in groups {
+    let mut ready: Vec<Ready<'a>> = Vec::with_capacity(groups.len());
+    let declined = |ready: Vec<Ready<'a>>, builds: &mut Builds<'a>| {
+        builds.extend(ready.into_iter().map(|r| ((r.queue, r.partition), r.built)));
+        Ok(false)
+    };
+    for (&(queue, partition), refs) in groups {
         let (pending, repeats) = split_repeats(req, refs);
         let key = WindowKey::new(req.tenant, queue, partition);
         let hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
         if req.windows.find(&key, &hashes).iter().any(Option::is_some) {
-            return Ok(false);
+            return declined(ready, builds);
         }
-        let Ok::<[_; 1], _>([segment]) = build(req, &pending)?.segments.try_into() else {
-            return Ok(false);
-        };
+        let built = build(req, &pending)?;
+        let one_segment = built.segments.len() == 1;
         ready.push(Ready {
             queue,
             partition,
             known: req.windows.known(&key),
-            pending,
             repeats,
             hashes,
-            segment,
+            built,
         });
+        if !one_segment {
+            return declined(ready, builds);
+        }
     }
-    let segments: Vec<[NewSegment<'_>; 1]> = ready
-        .iter()
-        .map(|r| {
-            [NewSegment {
-                count: r.segment.0,
-                codec: r.segment.1.as_i16(),
-                bytes: &r.segment.2,
-            }]
-        })
-        .collect();
+    let segments: Vec<Vec<NewSegment<'_>>> = ready.iter().map(|r| r.built.new_segments()).collect();
     let appends: Vec<PartitionAppend<'_>> = ready
         .iter()
         .zip(&segments)
@@ -166,13 +168,15 @@ pub(super) async fn append_alone(
             producer: None,
         })
         .collect();
-    let Some(answers) = single_append::append_alone(conn, &appends).await? else {
-        return Ok(false);
+    let answered = single_append::append_alone(conn, &appends).await?;
+    drop(appends);
+    let Some(answers) = answered else {
+        return declined(ready, builds);
     };
     Metrics::bump(&req.metrics.push_alone_commits);
     for (r, stored) in ready.iter().zip(answers) {
         Metrics::bump(&req.metrics.push_single_appends);
-        answer_stored(req, &r.pending, &stored, outcomes);
+        answer_stored(req, &r.built.items, &stored, outcomes);
         answer_repeats(&r.repeats, outcomes);
     }
     Ok(true)
@@ -228,17 +232,18 @@ fn answer_stored(req: &Request<'_>, pending: &[Ref], stored: &Appended, outcomes
 
 /// Stores `pending` (items of one partition, request order, no repeats among them) minus
 /// the ones its dedup window proves duplicate.
-async fn append_partition(
+/// `built`: its segments when they were built already (see [`Builds`]).
+async fn append_partition<'a>(
     tx: &DataTransaction<'_>,
-    req: &Request<'_>,
+    req: &Request<'a>,
     queue: &QueueName,
     partition: &PartitionName,
     mut pending: Vec<Ref>,
+    mut built: Option<Built<'a>>,
     outcomes: &mut Outcomes,
 ) -> Result<(), PushError> {
     let key = WindowKey::new(req.tenant, queue, partition);
     let mut known = req.windows.known(&key);
-    let mut built: Option<Built<'_>> = None;
     for _ in 0..MAX_ROUNDS {
         let asked: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
         let hits = req.windows.find(&key, &asked);
@@ -252,16 +257,7 @@ async fn append_partition(
         if !built.as_ref().is_some_and(|b| b.items == pending) {
             built = Some(build(req, &pending)?);
         }
-        let b = built.as_ref().expect("built just above");
-        let segments: Vec<NewSegment<'_>> = b
-            .segments
-            .iter()
-            .map(|(count, codec, bytes)| NewSegment {
-                count: *count,
-                codec: codec.as_i16(),
-                bytes,
-            })
-            .collect();
+        let segments = built.as_ref().expect("built just above").new_segments();
         let seg_hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
         let answer = tx
             .append(&PartitionAppend {
@@ -336,9 +332,23 @@ async fn append_partition(
 }
 
 /// Segments of one partition's pending items: (count, codec, bytes) per run.
-struct Built<'a> {
+pub(super) struct Built<'a> {
     items: Vec<Ref>,
     segments: Vec<(i32, Codec, Cow<'a, [u8]>)>,
+}
+
+impl Built<'_> {
+    /// The segments as an append takes them.
+    fn new_segments(&self) -> Vec<NewSegment<'_>> {
+        self.segments
+            .iter()
+            .map(|(count, codec, bytes)| NewSegment {
+                count: *count,
+                codec: codec.as_i16(),
+                bytes,
+            })
+            .collect()
+    }
 }
 
 /// One segment per run of items from the same prebuilt group (or one for everything when

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use tracing::debug;
 
 use super::{
-    announce, stage_many, store_alone, PreparedPush, PushError, PushItem, PushOutcome, Staged,
+    announce, stage_many, store_committed, PreparedPush, PushError, PushItem, PushOutcome, Staged,
 };
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
@@ -213,10 +213,8 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
     let result = async {
         if let [(tenant, ks)] = Vec::from_iter(&by_tenant)[..] {
             let staged = staged_of(jobs, ks);
-            if let Some(alone) = store_alone(&mut conn, broker, tenant, &staged, zstd_level).await?
-            {
-                return Ok(alone.into_iter().map(Some).collect());
-            }
+            let stored = store_committed(&mut conn, broker, tenant, &staged, zstd_level).await?;
+            return Ok(stored.into_iter().map(Some).collect());
         }
         let tx = DataTransaction::begin(&mut conn).await?;
         let mut outcomes: Vec<Option<Vec<PushOutcome>>> = vec![None; jobs.len()];
