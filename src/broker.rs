@@ -11,6 +11,7 @@ use crate::actors::registry::Registry;
 use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::limiter::{Limiter, Permit};
+use crate::log::ack::lease_book::LeaseBook;
 use crate::log::encryption::EncryptedQueues;
 use crate::log::push::combiner::PushCombiner;
 use crate::log::push::window::DedupWindows;
@@ -46,6 +47,8 @@ pub struct Broker {
     pub encrypted_queues: EncryptedQueues,
     /// Per partition, the transaction ids stored within the dedup window (push dedup).
     pub dedup: DedupWindows,
+    /// What this node's claims leased, so the acks of its own pops skip re-reading them.
+    pub leases: LeaseBook,
     /// The writers that combine concurrent pushes into shared commits.
     pub push_combiner: PushCombiner,
     /// Cancelled when the broker starts to stop: parked pops answer empty at once and

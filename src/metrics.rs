@@ -66,6 +66,8 @@ pub struct Metrics {
     pub push_function_appends: AtomicU64,
     /// Acks of one (partition, lease) settled by the one-statement whole-lease ack.
     pub acks_whole_lease: AtomicU64,
+    /// Of those, acks settled from this node's lease book (the node served the pop).
+    pub acks_known_lease: AtomicU64,
     /// Acks of one (partition, lease) settled item by item by `log_ack_v2`.
     pub acks_itemized: AtomicU64,
     /// What the retention sweeper did on this node.
@@ -124,6 +126,7 @@ impl Metrics {
             },
             "acks": {
                 "wholeLease": get(&self.acks_whole_lease),
+                "knownLease": get(&self.acks_known_lease),
                 "itemized": get(&self.acks_itemized),
             },
             "retention": self.retention.to_json(),

@@ -2,8 +2,9 @@
 //!
 //! Any node can ack any message: the offset is found in SQL by (partition, transaction id),
 //! so nothing here depends on which node served the pop. An ack that completes every
-//! message of its lease is settled by one plain statement (`db::ack::whole_lease`); the
-//! `acks` metrics count how many took that path. [`stage`] applies acks inside a
+//! message of its lease is settled by one plain statement: `db::ack::leased_span` when
+//! this node served the pop and booked it ([`lease_book`]), else `db::ack::whole_lease`;
+//! the `acks` metrics count how many took each path. [`stage`] applies acks inside a
 //! caller's transaction (a transaction bundle), which calls [`announce`] after its commit.
 
 use std::collections::BTreeMap;
@@ -13,11 +14,13 @@ use tracing::instrument;
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::Broker;
-use crate::db::ack::{ack_partition, AckAnswer, AckDurability, AckItem, AckVerdict};
+use crate::db::ack::{ack_partition, AckAnswer, AckDurability, AckItem, AckTarget, AckVerdict};
 use crate::db::transaction::DataTransaction;
 use crate::db::DbError;
 use crate::domain::{ConsumerGroup, QueueName, Tenant};
 use crate::metrics::Metrics;
+
+pub mod lease_book;
 
 /// One acknowledgement as a client sends it.
 #[derive(Debug, Clone)]
@@ -53,15 +56,20 @@ pub async fn ack(
     let mut conn = broker.db.conn().await?;
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
         let items = items_of(acks, &indices);
-        let answer = ack_partition(
-            &mut conn,
+        let target = AckTarget {
             partition_id,
-            group.as_str(),
+            group: group.as_str(),
             lease,
-            &items,
             durability,
-        )
-        .await?;
+        };
+        let known = (!lease.is_empty())
+            .then(|| {
+                broker
+                    .leases
+                    .take(tenant.as_str(), group.as_str(), partition_id, lease)
+            })
+            .flatten();
+        let answer = ack_partition(&mut conn, &target, known.as_ref(), &items).await?;
         count_path(broker, &answer);
         promote(broker, tenant, group, partition_id, &answer.verdicts);
         for (i, verdict) in indices.into_iter().zip(answer.verdicts) {
@@ -126,6 +134,9 @@ pub fn announce(
 }
 
 fn count_path(broker: &Broker, answer: &AckAnswer) {
+    if answer.known_lease {
+        Metrics::bump(&broker.metrics.acks_known_lease);
+    }
     Metrics::bump(if answer.whole_lease {
         &broker.metrics.acks_whole_lease
     } else {

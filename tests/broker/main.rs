@@ -5,6 +5,7 @@ mod support;
 
 mod ack;
 mod ack_durability;
+mod ack_known_lease;
 mod ack_whole_lease;
 mod admin_dlq;
 mod admin_groups;

@@ -1,12 +1,16 @@
 //! Acknowledging: the wrapper of `queen.log_ack_v2`, tried after the one-statement
-//! [`whole_lease`] ack that settles the common case.
+//! acks that settle the common case: [`leased_span`] when this node served the pop, else
+//! [`whole_lease`].
 
 use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
 use crate::segment::txn_hash;
 
+pub mod leased_span;
 pub mod whole_lease;
+
+pub use leased_span::LeasedSpan;
 
 /// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]).
 const LOG_ACK: &str =
@@ -79,41 +83,38 @@ pub struct AckTarget<'a> {
 pub struct AckAnswer {
     /// One verdict per item, in item order.
     pub verdicts: Vec<AckVerdict>,
-    /// Settled by the one-statement whole-lease ack (else by `queen.log_ack_v2`).
+    /// Settled by a one-statement whole-lease ack (else by `queen.log_ack_v2`).
     pub whole_lease: bool,
+    /// Settled from the serving node's record of the lease ([`leased_span`]).
+    pub known_lease: bool,
 }
 
 /// The ack statements of one connection, prepared once (see [`statements`]).
 #[derive(Debug, Clone)]
 pub struct AckStatements {
+    known_lease: Statement,
     whole_lease: Statement,
     items: Statement,
 }
 
-/// Acknowledges items of one (partition, group) under `lease` (empty: the live lease).
-/// Verdicts come back in item order.
+/// Acknowledges items of one (partition, group) under `target.lease` (empty: the live
+/// lease); `known` is what this node's claim leased there under that lease, when it served
+/// the pop. Verdicts come back in item order.
 pub async fn ack_partition(
     conn: &mut PgConn,
-    partition_id: i64,
-    group: &str,
-    lease: &str,
+    target: &AckTarget<'_>,
+    known: Option<&LeasedSpan>,
     items: &[AckItem],
-    durability: AckDurability,
 ) -> Result<AckAnswer, DbError> {
     let st = statements(conn).await?;
-    let target = AckTarget {
-        partition_id,
-        group,
-        lease,
-        durability,
-    };
-    let answer = ack_in(conn.client(), &st, &target, items).await;
+    let answer = ack_known(conn.client(), &st, target, known, items).await;
     answer.map_err(|e| conn.note(e))
 }
 
 /// Prepares (once per connection) the statements of [`ack_in`].
 pub async fn statements(conn: &mut PgConn) -> Result<AckStatements, DbError> {
     Ok(AckStatements {
+        known_lease: leased_span::statement(conn).await?,
         whole_lease: whole_lease::statement(conn).await?,
         items: conn.statement("log_ack_v2", LOG_ACK).await?,
     })
@@ -129,6 +130,18 @@ pub async fn ack_in(
     target: &AckTarget<'_>,
     items: &[AckItem],
 ) -> Result<AckAnswer, DbError> {
+    ack_known(client, st, target, None, items).await
+}
+
+/// [`ack_in`], first trying the known-lease statement when `known` (this node's record of
+/// the lease) holds exactly the items' hashes.
+async fn ack_known(
+    client: &impl GenericClient,
+    st: &AckStatements,
+    target: &AckTarget<'_>,
+    known: Option<&LeasedSpan>,
+    items: &[AckItem],
+) -> Result<AckAnswer, DbError> {
     let AckTarget {
         partition_id,
         group,
@@ -141,6 +154,29 @@ pub async fn ack_in(
     let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
     let lease = (!lease.is_empty()).then_some(lease);
     if let Some(sorted) = whole_lease::eligible(&statuses, &hashes) {
+        if let (Some(span), Some(lease)) = (known, lease) {
+            if span.sorted_hashes == sorted {
+                let released = leased_span::try_known_lease(
+                    client,
+                    &st.known_lease,
+                    partition_id,
+                    group,
+                    lease,
+                    span,
+                    relaxed,
+                )
+                .await?;
+                if let Some(pending_after) = released {
+                    return Ok(released_whole(
+                        items.len(),
+                        span.queue.clone(),
+                        span.partition.clone(),
+                        pending_after,
+                        true,
+                    ));
+                }
+            }
+        }
         let applied = whole_lease::try_whole_lease(
             client,
             &st.whole_lease,
@@ -152,19 +188,13 @@ pub async fn ack_in(
         )
         .await?;
         if let Some(done) = applied {
-            let verdict = AckVerdict {
-                success: true,
-                error: None,
-                lease_released: true,
-                dlq: false,
-                queue: Some(done.queue),
-                partition: Some(done.partition),
-                pending_after: done.pending_after,
-            };
-            return Ok(AckAnswer {
-                verdicts: vec![verdict; items.len()],
-                whole_lease: true,
-            });
+            return Ok(released_whole(
+                items.len(),
+                done.queue,
+                done.partition,
+                done.pending_after,
+                false,
+            ));
         }
     }
     let keys = ItemKeys {
@@ -176,7 +206,33 @@ pub async fn ack_in(
     Ok(AckAnswer {
         verdicts,
         whole_lease: false,
+        known_lease: false,
     })
+}
+
+/// The answer of an ack that completed its whole lease: every item applied, the lease
+/// released.
+fn released_whole(
+    items: usize,
+    queue: String,
+    partition: String,
+    pending_after: i64,
+    known_lease: bool,
+) -> AckAnswer {
+    let verdict = AckVerdict {
+        success: true,
+        error: None,
+        lease_released: true,
+        dlq: false,
+        queue: Some(queue),
+        partition: Some(partition),
+        pending_after,
+    };
+    AckAnswer {
+        verdicts: vec![verdict; items],
+        whole_lease: true,
+        known_lease,
+    }
 }
 
 /// The items' columns both statements read, computed once.

@@ -12,6 +12,7 @@ use crate::actors::group::{Deferral, Loan, PendingRef, ReseedResult, ReseedTicke
 use crate::actors::ring::PartitionRef;
 use crate::actors::GroupKey;
 use crate::broker::MIN_POP_WAIT_IN_USE;
+use crate::db::ack::LeasedSpan;
 use crate::db::pop::single_claim::{try_single_claim, SingleClaim};
 use crate::db::pop::{
     claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimedSlice, PopScope,
@@ -54,6 +55,7 @@ async fn claim_lent(
             try_single_claim(conn, queue.as_str(), &params, first, skip_window).await?
         {
             loan.check_in(verdicts(&single_claim_verdicts(&ids, &claim)));
+            book(pop, first, &claim);
             return Ok(claim.slices);
         }
     }
@@ -61,6 +63,33 @@ async fn claim_lent(
     let (slices, found) = claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?;
     loan.check_in(verdicts(&found));
     Ok(slices)
+}
+
+/// Books what a leased single claim took in the node's lease book, so the ack of this pop
+/// through this node can skip re-reading it (see `log::ack::lease_book`).
+fn book(pop: &Pop<'_>, partition_id: i64, claim: &SingleClaim) {
+    let (Some(hashes), Some(lease_for), Some(first)) =
+        (&claim.hashes, claim.lease_for, claim.slices.first())
+    else {
+        return;
+    };
+    let Some(span) = LeasedSpan::of(
+        first.claim_start - 1,
+        first.claim_end,
+        hashes.clone(),
+        &first.queue,
+        &first.partition,
+    ) else {
+        return;
+    };
+    pop.broker.leases.record(
+        pop.tenant.as_str(),
+        pop.req.group.as_str(),
+        partition_id,
+        &pop.worker,
+        span,
+        lease_for,
+    );
 }
 
 /// The verdicts `log_pop_list_v1` would give after claiming the first candidate with a
