@@ -20,7 +20,7 @@ use crate::auth::Verifier;
 use crate::broker::Broker;
 use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
 use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
-use crate::db::{schema, Db, DbError};
+use crate::db::{schema, Db, DbError, PoolShape};
 use crate::http::auth::{self, Gate};
 use crate::http::{routes, timing, AppState};
 use crate::limiter::Limiter;
@@ -167,7 +167,11 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     let db = Db::connect(
         pg_config,
         tls,
-        config.database.pool_size,
+        PoolShape {
+            size: config.database.pool_size,
+            workers: config.http.workers,
+            per_worker: config.database.worker_connections,
+        },
         config.database.pool_timeout,
         config.database.statement_timeout,
     )
@@ -231,7 +235,12 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         gate,
     };
     let http_addr = listener.local_addr().map_err(StartupError::Http)?;
+    let worker_slots = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let server = HttpServer::new(move || {
+        state
+            .broker
+            .db
+            .bind_worker(worker_slots.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
             // Innermost first: timing sees the normalised path's route pattern, and the

@@ -103,6 +103,10 @@ pub struct DatabaseConfig {
     pub source: DatabaseSource,
     /// `DB_POOL_SIZE`: pooled connections (default 20).
     pub pool_size: u32,
+    /// `QUEEN_DB_WORKER_CONNECTIONS`: of those, how many each HTTP worker keeps on its own
+    /// thread, so a request's queries never wake another thread (0: none; default half the
+    /// pool split among the workers, at most 4 each). At least one connection stays shared.
+    pub worker_connections: u32,
     /// `QUEEN_POOL_TIMEOUT_MS`: how long a request waits for a pooled connection before it
     /// is answered `500 {"error":"pool"}` (default 5000).
     pub pool_timeout: Duration,
@@ -241,15 +245,19 @@ impl Config {
         )?;
         let port: u16 = vars.parse("PORT", 6632, "a TCP port")?;
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let workers: usize = vars.positive("QUEEN_HTTP_WORKERS", cores)?;
+        let pool_size: u32 = vars.positive("DB_POOL_SIZE", 20)?;
+        let worker_connections = worker_connections(&vars, workers, pool_size)?;
         Ok(Config {
             http: HttpConfig {
                 bind: SocketAddr::new(bind_ip, port),
-                workers: vars.positive("QUEEN_HTTP_WORKERS", cores)?,
+                workers,
                 max_body_bytes: vars.positive("QUEEN_MAX_BODY_BYTES", 64 * 1024 * 1024)?,
             },
             database: DatabaseConfig {
                 source: database_source(&vars)?,
-                pool_size: vars.positive("DB_POOL_SIZE", 20)?,
+                pool_size,
+                worker_connections,
                 pool_timeout: vars.millis("QUEEN_POOL_TIMEOUT_MS", 5_000)?,
                 statement_timeout: vars.millis("QUEEN_STATEMENT_TIMEOUT_MS", 30_000)?,
                 tls: pg_tls::pg_tls_config(&vars)?,
@@ -351,6 +359,21 @@ fn database_source(vars: &Vars) -> Result<DatabaseSource, ConfigError> {
         port: vars.parse("QUEEN_EMBEDDED_PG_PORT", 5433, "a port number")?,
         bin_dir: vars.get("QUEEN_PG_BIN_DIR").map(PathBuf::from),
     }))
+}
+
+/// `QUEEN_DB_WORKER_CONNECTIONS`, checked against the pool it is taken from.
+fn worker_connections(vars: &Vars, workers: usize, pool_size: u32) -> Result<u32, ConfigError> {
+    let workers = u32::try_from(workers).unwrap_or(u32::MAX);
+    let default = (pool_size / workers.saturating_mul(2)).min(4);
+    let per_worker: u32 = vars.parse("QUEEN_DB_WORKER_CONNECTIONS", default, "a whole number")?;
+    if per_worker.saturating_mul(workers) >= pool_size {
+        return Err(ConfigError::Invalid {
+            name: "QUEEN_DB_WORKER_CONNECTIONS",
+            value: per_worker.to_string(),
+            rule: "times QUEEN_HTTP_WORKERS, less than DB_POOL_SIZE",
+        });
+    }
+    Ok(per_worker)
 }
 
 struct Vars(HashMap<String, String>);
@@ -465,6 +488,19 @@ mod tests {
             .to_string();
         assert!(err.contains("PORT") && err.contains("TCP port"), "{err}");
         assert!(Config::from_vars([("DB_POOL_SIZE", "0")]).is_err());
+        let pool = |vars: &[(&str, &str)]| {
+            Config::from_vars(vars.iter().copied()).map(|c| c.database.worker_connections)
+        };
+        let two = [("QUEEN_HTTP_WORKERS", "2")];
+        assert_eq!(pool(&two).ok(), Some(4));
+        assert_eq!(pool(&[two[0], ("DB_POOL_SIZE", "64")]).ok(), Some(4));
+        assert_eq!(pool(&[two[0], ("DB_POOL_SIZE", "7")]).ok(), Some(1));
+        assert_eq!(pool(&[two[0], ("DB_POOL_SIZE", "3")]).ok(), Some(0));
+        assert_eq!(
+            pool(&[two[0], ("QUEEN_DB_WORKER_CONNECTIONS", "9")]).ok(),
+            Some(9)
+        );
+        assert!(pool(&[two[0], ("QUEEN_DB_WORKER_CONNECTIONS", "10")]).is_err());
         assert!(Config::from_vars([("QUEEN_LOG_FORMAT", "xml")]).is_err());
     }
 }

@@ -19,6 +19,7 @@ pub const KNOWN_VARS: &[&str] = &[
     "PG_PASSWORD",
     "PG_DB",
     "DB_POOL_SIZE",
+    "QUEEN_DB_WORKER_CONNECTIONS",
     "QUEEN_POOL_TIMEOUT_MS",
     "QUEEN_STATEMENT_TIMEOUT_MS",
     "QUEEN_DATA_DIR",

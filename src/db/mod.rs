@@ -24,4 +24,4 @@ pub mod tls;
 pub mod transaction;
 
 pub use error::DbError;
-pub use pool::{Conn, Db, PgConn};
+pub use pool::{Conn, Db, PgConn, PoolShape};

@@ -17,6 +17,10 @@ use tracing::warn;
 
 use super::DbError;
 
+mod worker_pools;
+
+use worker_pools::WorkerPools;
+
 /// A pooled connection: the client, its prepared statements, and the quarantine flag.
 pub struct PgConn {
     client: Client,
@@ -121,6 +125,7 @@ impl PgConn {
 }
 
 /// Opens connections for bb8.
+#[derive(Clone)]
 pub struct Manager {
     config: tokio_postgres::Config,
     /// Used only when the config's `sslmode` asks for TLS (see `super::tls`).
@@ -136,6 +141,8 @@ pub struct PoolStats {
     /// Connections ever checked out by background tasks (the maintenance refresher), kept
     /// apart so request-path counters show only what requests cost.
     pub background_checkouts: AtomicU64,
+    /// Of all checkouts, those served by the calling HTTP worker's own connections.
+    pub worker_checkouts: AtomicU64,
     /// Connections dropped instead of reused (statement timeout, lost connection).
     pub quarantined: AtomicU64,
     /// True while the latest attempt to open a connection failed: a pool that runs dry
@@ -182,9 +189,24 @@ impl bb8::ManageConnection for Manager {
 /// The pool, cheap to clone.
 #[derive(Clone)]
 pub struct Db {
+    /// The connections any thread may take.
     pool: bb8::Pool<Manager>,
+    /// One small pool per HTTP worker, opened from that worker's thread (see
+    /// [`Db::bind_worker`]).
+    workers: Arc<WorkerPools>,
     stats: Arc<PoolStats>,
     checkout_timeout: Duration,
+}
+
+/// How many connections a pool keeps and how they are split.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolShape {
+    /// `DB_POOL_SIZE`: every connection, shared and per worker.
+    pub size: u32,
+    /// HTTP worker threads.
+    pub workers: usize,
+    /// Connections each worker keeps on its own thread (0: none).
+    pub per_worker: u32,
 }
 
 /// A connection checked out of the pool; returned when dropped.
@@ -196,7 +218,7 @@ impl Db {
     pub async fn connect(
         mut config: tokio_postgres::Config,
         tls: MakeRustlsConnect,
-        size: u32,
+        shape: PoolShape,
         checkout_timeout: Duration,
         statement_timeout: Duration,
     ) -> Result<Self, DbError> {
@@ -205,19 +227,23 @@ impl Db {
             statement_timeout.as_millis()
         ));
         let stats = Arc::new(PoolStats::default());
+        let manager = Manager {
+            config,
+            tls,
+            stats: stats.clone(),
+        };
+        let workers = Arc::new(WorkerPools::new(&manager, shape, checkout_timeout));
+        let shared = shape.size - workers.connections();
         let pool = bb8::Pool::builder()
-            .max_size(size)
+            .max_size(shared.max(1))
             .connection_timeout(checkout_timeout)
             .test_on_check_out(false)
-            .build(Manager {
-                config,
-                tls,
-                stats: stats.clone(),
-            })
+            .build(manager)
             .await
             .map_err(DbError::Connect)?;
         let db = Db {
             pool,
+            workers,
             stats,
             checkout_timeout,
         };
@@ -239,13 +265,26 @@ impl Db {
         self.get().await
     }
 
+    /// Makes the calling thread (an HTTP worker, from inside its runtime) worker `slot`:
+    /// its own connections are opened now, their I/O tasks on this thread.
+    pub fn bind_worker(&self, slot: usize) {
+        self.workers.bind(slot);
+    }
+
     /// A live connection. One whose server went away while it sat idle (a database
     /// restart closes every session) is dropped here and the next one taken, so the
     /// request does not fail on it; the check reads the client's state, no round trip.
     async fn get(&self) -> Result<Conn<'_>, DbError> {
         let started = std::time::Instant::now();
         let conn = loop {
-            match self.pool.get().await {
+            let pool = match self.workers.idle_on_this_thread() {
+                Some(own) => {
+                    self.stats.worker_checkouts.fetch_add(1, Ordering::Relaxed);
+                    own
+                }
+                None => &self.pool,
+            };
+            match pool.get().await {
                 Ok(mut conn) if conn.client.is_closed() => {
                     conn.quarantined = true;
                     if started.elapsed() >= self.checkout_timeout {
@@ -278,9 +317,11 @@ impl Db {
         &self.stats
     }
 
-    /// Connections open and idle right now (for health and metrics).
+    /// Connections open and idle right now, shared and per worker (for health and
+    /// metrics).
     pub fn state(&self) -> (u32, u32) {
         let state = self.pool.state();
-        (state.connections, state.idle_connections)
+        let (open, idle) = self.workers.state();
+        (state.connections + open, state.idle_connections + idle)
     }
 }

@@ -88,6 +88,7 @@ pub(crate) async fn snapshot(state: &AppState) -> Value {
         "inUse": connections.saturating_sub(idle),
         "checkoutsTotal": stats.checkouts.load(Ordering::Relaxed),
         "backgroundCheckoutsTotal": stats.background_checkouts.load(Ordering::Relaxed),
+        "workerCheckoutsTotal": stats.worker_checkouts.load(Ordering::Relaxed),
         "quarantined": stats.quarantined.load(Ordering::Relaxed),
     });
     body["groups"] = json!(broker.registry.stats().await);
