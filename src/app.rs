@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use actix::Arbiter;
 use actix_web::dev::ServerHandle;
-use actix_web::middleware::{from_fn, NormalizePath, TrailingSlash};
+use actix_web::middleware::from_fn;
 use actix_web::{web, App as ActixApp, HttpServer};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -22,7 +22,7 @@ use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
 use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError, PoolShape};
 use crate::http::auth::{self, Gate};
-use crate::http::{routes, timing, AppState};
+use crate::http::{routes, slashes, timing, AppState};
 use crate::limiter::Limiter;
 use crate::log::push::combiner::{CombineConfig, PushCombiner};
 use crate::log::push::window::DedupWindows;
@@ -247,7 +247,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             // gate judges the normalised path.
             .wrap(from_fn(timing::observe))
             .wrap(from_fn(auth::guard))
-            .wrap(NormalizePath::new(TrailingSlash::MergeOnly))
+            .wrap(from_fn(slashes::merge))
             .configure(routes)
     })
     // A client that closes its connection ends its request: actix then drops the handler's

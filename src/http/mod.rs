@@ -23,6 +23,7 @@ pub mod push;
 pub mod query;
 #[cfg(test)]
 mod route_table;
+pub mod slashes;
 pub mod system;
 pub mod timing;
 pub mod transaction;

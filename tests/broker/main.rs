@@ -48,6 +48,7 @@ mod mesh_startup;
 mod metrics_typed;
 mod nodes;
 mod openapi;
+mod paths;
 mod pool_workers;
 mod pop_echoes;
 mod pop_gates;
