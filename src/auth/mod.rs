@@ -17,4 +17,4 @@ pub mod verify;
 
 pub use role::Role;
 pub use rules::{Access, RouteRules};
-pub use verify::{AuthFailure, AuthSetupError, Identity, Verifier};
+pub use verify::{AuthFailure, AuthSetupError, Identity, TenantClaim, Verifier};

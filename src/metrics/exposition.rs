@@ -28,8 +28,9 @@ pub struct FromDatabase {
 }
 
 /// The Prometheus text of a scrape. `ready` is 0 while the node drains or its database did
-/// not answer.
-pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool) -> String {
+/// not answer. `node_wide` adds the process's latency histograms, which count every
+/// tenant's requests (a snapshot without the node's counters leaves those out by itself).
+pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool, node_wide: bool) -> String {
     let registry = Registry::new();
     let register = |c: Box<dyn Collector>| {
         if let Err(error) = registry.register(c) {
@@ -66,7 +67,9 @@ pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool) -> Strin
         }
     }
     let mut families = registry.gather();
-    families.extend(latency().registry.gather());
+    if node_wide {
+        families.extend(latency().registry.gather());
+    }
     let mut text = String::new();
     if let Err(error) = TextEncoder::new().encode_utf8(&families, &mut text) {
         warn!(error = %error, "metrics could not be encoded");

@@ -68,6 +68,7 @@ mod retention_concurrency;
 mod retry_delay;
 mod shutdown;
 mod spool;
+mod tenants;
 mod transaction;
 mod upgrade;
 mod upgrade_options;

@@ -12,10 +12,16 @@ pub mod whole_lease;
 
 pub use leased_span::LeasedSpan;
 
-/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]).
-const LOG_ACK: &str =
-    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
-     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
+/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]); `$10`: the
+/// caller's tenant. The function runs only for a partition of that tenant: it is called
+/// laterally on the tenant-checked partition row (one primary-key probe of the partition
+/// and of its queue, once per statement), so another tenant's partition id answers no row
+/// (every item "Message not found") and changes nothing.
+const LOG_ACK: &str = "SELECT a.idx, a.success, a.error, a.lease_released, a.dlq, a.queue_name,
+            a.partition_name, a.pending_after
+     FROM (SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+           WHERE p.id = $1 AND q.tenant = $10) AS mine
+     CROSS JOIN LATERAL queen.log_ack_v2(mine.id, $2, $3, $4, $5, $6, $7, $8) AS a
      CROSS JOIN (SELECT set_config('synchronous_commit',
                                    CASE WHEN $9 THEN 'off'
                                         ELSE current_setting('synchronous_commit') END,
@@ -65,9 +71,11 @@ pub struct AckVerdict {
     pub pending_after: i64,
 }
 
-/// Which (partition, group, lease) an ack settles, and how durably.
+/// Which (partition, group, lease) an ack settles, for which tenant, and how durably.
 #[derive(Debug, Clone, Copy)]
 pub struct AckTarget<'a> {
+    /// The caller's tenant: a partition of another tenant is never touched.
+    pub tenant: &'a str,
     /// The messages' partition.
     pub partition_id: i64,
     /// The consumer group.
@@ -143,6 +151,7 @@ async fn ack_known(
     items: &[AckItem],
 ) -> Result<AckAnswer, DbError> {
     let AckTarget {
+        tenant,
         partition_id,
         group,
         lease,
@@ -180,11 +189,14 @@ async fn ack_known(
         let applied = whole_lease::try_whole_lease(
             client,
             &st.whole_lease,
-            partition_id,
-            group,
-            lease,
-            &sorted,
-            relaxed,
+            &whole_lease::WholeLease {
+                tenant,
+                partition_id,
+                group,
+                lease,
+                sorted_hashes: &sorted,
+                relaxed,
+            },
         )
         .await?;
         if let Some(done) = applied {
@@ -268,6 +280,7 @@ async fn log_ack_v2(
                 &keys.statuses,
                 &errors,
                 &relaxed,
+                &target.tenant,
             ],
         )
         .await
