@@ -23,6 +23,7 @@ mod compat_python;
 mod concurrency;
 mod console;
 mod console_routes;
+mod console_token;
 mod dead_letter_switches;
 mod dedup_window;
 mod dlq_retry_groups;
