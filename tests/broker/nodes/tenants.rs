@@ -15,6 +15,7 @@ use super::{wait_mesh_connected, wait_parked};
 use crate::support::caller::Caller;
 use crate::support::eventually;
 use crate::support::tokens::SECRET;
+use crate::support::{qpb1, qpf1};
 use queen::auth::rules::RULES;
 
 /// What alpha holds that beta aims at.
@@ -255,7 +256,22 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
         let (status, body) = match (method.as_str(), *pattern) {
             ("POST", "/api/v1/push") => {
                 beta.push("shared", "p1", &[json!({"from": "beta"})]).await;
-                beta_total += 1;
+                let body = qpb1::plain(
+                    0,
+                    &[(
+                        "shared",
+                        "p1",
+                        vec![qpb1::Item {
+                            txn: "",
+                            payload: r#"{"from":"beta","bin":1}"#,
+                        }],
+                    )],
+                );
+                let (status, body) = beta
+                    .post_bytes("/api/v1/push", "application/x-queen-push", body)
+                    .await;
+                assert!(status.is_success(), "{what} (QPB1): {body}");
+                beta_total += 2;
                 continue;
             }
             (
@@ -276,6 +292,25 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                     ))
                     .await;
                 assert_eq!(got.len(), beta_total, "{what}: {got:?}");
+                // The framed (QPF1) answer of the same route, for a group of its own.
+                let (status, bytes) = beta
+                    .get_bytes(&format!(
+                        "{path}{}consumerGroup={group}-framed&autoAck=true&batch=100&frames=true",
+                        if path.contains('?') { "&" } else { "?" }
+                    ))
+                    .await;
+                assert_eq!(status, StatusCode::OK, "{what} (QPF1)");
+                let framed = qpf1::decode(&bytes);
+                assert!(
+                    framed
+                        .claims
+                        .iter()
+                        .all(|c| c.partition_id.to_string() != a.partition),
+                    "{what} (QPF1) claimed alpha's partition"
+                );
+                let framed = framed.messages();
+                assert_eq!(framed.len(), beta_total, "{what} (QPF1): {framed:?}");
+                assert_no_alpha(&format!("{what} (QPF1)"), &json!(framed), &a);
                 (StatusCode::OK, json!(got))
             }
             ("POST", "/api/v1/ack") => {

@@ -80,6 +80,37 @@ impl Caller {
         read(response).await
     }
 
+    /// POSTs raw bytes with a content type (a binary push); status and parsed body.
+    pub async fn post_bytes(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path} on {}: {e}", self.base));
+        read(response).await
+    }
+
+    /// GETs the raw answer (a framed pop); status and bytes.
+    pub async fn get_bytes(&self, path: &str) -> (StatusCode, Vec<u8>) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path} on {}: {e}", self.base));
+        let status = response.status();
+        let bytes = response.bytes().await.expect("read the answer");
+        (status, bytes.to_vec())
+    }
+
     /// GET.
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         self.send(Method::GET, path, None).await
