@@ -80,7 +80,6 @@ fn assert_no_alpha(what: &str, body: &Value, a: &Alpha) {
     assert!(!text.contains("alpha"), "{what} shows alpha's data: {text}");
     for pattern in [
         format!("\"partitionId\":\"{}\"", a.partition),
-        format!("\"id\":\"{}\"", a.partition),
         a.held[0].clone(),
         a.dead.1.clone(),
         format!("\"partitionId\":\"{}\"", a.dead.0),
@@ -122,6 +121,15 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     }
+    // Alpha's queue-mode group warms up on node a (its first pop registers the group; the
+    // next ones are single-statement claims, which node a books in its lease book, so the
+    // lease alpha holds below can be acked there by the known-lease statement).
+    alpha
+        .push("shared", "p1", &[json!({"from": "alpha", "warm": true})])
+        .await;
+    let warm = alpha.pop("/api/v1/pop/queue/shared?batch=1").await;
+    let acked = crate::support::ack_batch(&alpha.http, &alpha.base, &warm, "completed", None).await;
+    assert!(acked.iter().all(|v| v["success"] == true), "{acked:?}");
     let alpha_payloads: Vec<Value> = (0..6).map(|n| json!({"from": "alpha", "n": n})).collect();
     alpha.push("shared", "p1", &alpha_payloads).await;
     alpha
@@ -314,7 +322,9 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                 (StatusCode::OK, json!(got))
             }
             ("POST", "/api/v1/ack") => {
-                let (status, body) = beta
+                // Through node b: node a's lease book is left for the whole-lease probe of
+                // the batch route below.
+                let (status, body) = betas[1]
                     .post(
                         "/api/v1/ack",
                         &json!({"transactionId": txn, "partitionId": pid,
@@ -328,8 +338,8 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                 (status, json!(null))
             }
             ("POST", "/api/v1/ack/batch") => {
-                // Nacks under the lease, a completion without it, and (second call) the
-                // whole lease completed: the shape the one-statement whole-lease ack takes.
+                // Nacks under the lease, a completion without it, and the whole lease
+                // completed: the shape the one-statement acks take.
                 let nacks: Vec<Value> = a.held.iter()
                     .map(|t| json!({"transactionId": t, "partitionId": pid, "leaseId": a.lease, "status": "failed"}))
                     .chain([json!({"transactionId": a.held[1], "partitionId": pid, "status": "completed"})])
@@ -337,8 +347,14 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                 let whole: Vec<Value> = a.held.iter()
                     .map(|t| json!({"transactionId": t, "partitionId": pid, "leaseId": a.lease, "status": "completed"}))
                     .collect();
-                for acks in [nacks, whole] {
-                    let (status, body) = beta
+                // The whole-lease shape goes to both nodes: node a served alpha's pop and
+                // holds its lease in its lease book (the known-lease ack).
+                for (acks, by) in [
+                    (whole.clone(), &betas[0]),
+                    (whole, &betas[1]),
+                    (nacks, beta),
+                ] {
+                    let (status, body) = by
                         .post("/api/v1/ack/batch", &json!({"acknowledgments": acks}))
                         .await;
                     assert_eq!(status, StatusCode::OK, "{what}: {body}");
@@ -487,6 +503,19 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
             ("GET", "/api/v1/resources/queues/{queue}") => {
                 let (status, body) = beta.get("/api/v1/resources/queues/shared").await;
                 assert_eq!(body["totals"]["total"], beta_total, "{what}: {body}");
+                (status, body)
+            }
+            ("GET", "/api/v1/resources/partitions") => {
+                let (status, body) = beta.get("/api/v1/resources/partitions").await;
+                let ids: Vec<&str> = body["partitions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p["id"].as_str())
+                    .collect();
+                assert!(!ids.is_empty(), "{what}: {body}");
+                assert!(!ids.contains(&a.partition.as_str()), "{what}: {body}");
+                assert!(!ids.contains(&a.dead.0.as_str()), "{what}: {body}");
                 (status, body)
             }
             ("GET", "/api/v1/resources/queues/{queue}/depth") => {
