@@ -13,19 +13,19 @@ pub mod whole_lease;
 pub use leased_span::LeasedSpan;
 
 /// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]); `$10`: the
-/// caller's tenant. The function runs only for a partition of that tenant: it is called
-/// laterally on the tenant-checked partition row (one primary-key probe of the partition
-/// and of its queue, once per statement), so another tenant's partition id answers no row
-/// (every item "Message not found") and changes nothing.
-const LOG_ACK: &str = "SELECT a.idx, a.success, a.error, a.lease_released, a.dlq, a.queue_name,
-            a.partition_name, a.pending_after
-     FROM (SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-           WHERE p.id = $1 AND q.tenant = $10) AS mine
-     CROSS JOIN LATERAL queen.log_ack_v2(mine.id, $2, $3, $4, $5, $6, $7, $8) AS a
+/// caller's tenant. The `EXISTS` is a one-time filter PostgreSQL evaluates before the
+/// function scan (two primary-key probes, once per statement): for another tenant's
+/// partition the function never runs, no row comes back (every item "Message not found")
+/// and nothing changes.
+const LOG_ACK: &str =
+    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
+     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
      CROSS JOIN (SELECT set_config('synchronous_commit',
                                    CASE WHEN $9 THEN 'off'
                                         ELSE current_setting('synchronous_commit') END,
-                                   true)) AS durability";
+                                   true)) AS durability
+     WHERE EXISTS (SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+                   WHERE p.id = $1 AND q.tenant = $10)";
 
 /// Whether the commit of an ack waits for its WAL to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
