@@ -15,6 +15,9 @@
 -- count (a new statement, a new snapshot) sees the first's row. A row that exists already
 -- (an INSERT ... ON CONFLICT DO NOTHING of a known name) always passes.
 --
+-- The partition limit counts a queue's named partitions: its `Default` partition (which
+-- configure creates, and which a push naming no partition lands in) is always allowed.
+--
 -- Over a limit: an exception with SQLSTATE QLIMT and a message naming the setting; the
 -- caller's transaction rolls back, so nothing is stored. The broker answers it 403.
 
@@ -52,7 +55,9 @@ DECLARE
     v_max   integer := queen.tenant_limit_v1('queen.max_partitions');
     v_count bigint;
 BEGIN
-    IF v_max IS NULL THEN
+    -- Every queue may have its Default partition besides the limit: configure creates it
+    -- (configuring a queue whose named partitions are at the limit must still work).
+    IF v_max IS NULL OR NEW.name = 'Default' THEN
         RETURN NEW;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.partitions/' || NEW.queue_id, 0));
@@ -60,7 +65,8 @@ BEGIN
     IF FOUND THEN
         RETURN NEW;
     END IF;
-    SELECT count(*) INTO v_count FROM queen.log_partitions p WHERE p.queue_id = NEW.queue_id;
+    SELECT count(*) INTO v_count FROM queen.log_partitions p
+    WHERE p.queue_id = NEW.queue_id AND p.name <> 'Default';
     IF v_count >= v_max THEN
         RAISE EXCEPTION 'tenant limit reached: at most % partitions per queue (QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE)', v_max
             USING ERRCODE = 'QLIMT';

@@ -15,7 +15,8 @@ use super::{ConfigError, Vars};
 pub struct LimitsConfig {
     /// `QUEEN_TENANT_MAX_QUEUES`: queues one tenant may own.
     pub max_queues: Option<u32>,
-    /// `QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE`: partitions one queue may have.
+    /// `QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE`: named partitions one queue may have (its
+    /// `Default` partition, which configure creates, is always allowed).
     pub max_partitions_per_queue: Option<u32>,
     /// `QUEEN_TENANT_MAX_CONSUMER_GROUPS`: distinct consumer groups (queue mode not
     /// counted) one tenant may subscribe across its queues.

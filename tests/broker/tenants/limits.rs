@@ -120,7 +120,8 @@ async fn concurrent_pushes_creating_partitions_never_overshoot_the_partition_lim
 }
 
 /// A push that reaches an existing partition and one partition too many is refused as a
-/// whole: the existing partition gets nothing either.
+/// whole: the existing partition gets nothing either. The `Default` partition stays
+/// allowed at the limit.
 #[actix_rt::test]
 async fn a_push_over_the_partition_limit_stores_nothing_at_all() {
     let b = broker_with(&[("QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE", "1")]).await;
@@ -139,6 +140,22 @@ async fn a_push_over_the_partition_limit_stores_nothing_at_all() {
     let messages = acme.pop("/api/v1/pop/queue/q?batch=10&partitions=5").await;
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0]["data"], 1);
+    // The Default partition is always allowed: configure (which creates it) and a push
+    // naming no partition still work at the limit.
+    let (status, body) = acme
+        .post(
+            "/api/v1/configure",
+            &json!({"queue": "q", "options": {"leaseTime": 30}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = acme
+        .post(
+            "/api/v1/push",
+            &json!({"items": [{"queue": "q", "payload": {"n": 4}}]}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
     b.stop().await;
 }
 
