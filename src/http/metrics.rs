@@ -4,8 +4,9 @@
 //!
 //! What a caller sees depends on its tenant. The default tenant (the operator's: no
 //! authentication, a token without a tenant claim, or a probe path called without a token)
-//! sees the whole node: its counters, every tenant's group actors and per-queue gauges
-//! (labelled by tenant), and its own groups' lag and dead letters. Any other tenant sees
+//! sees the whole node: its counters, and every tenant's group actors, per-queue gauges,
+//! group lags and dead letters (labelled by tenant once a tenant other than the default
+//! owns a queue). Any other tenant sees
 //! only what is its own: its group actors, its queues' gauges, its groups' lag and its
 //! dead letters; the node-wide counters (which count every tenant's traffic) are left out.
 
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 use tracing::warn;
 
 use super::AppState;
-use crate::db::admin::status::queue_metrics;
+use crate::db::admin::status::{every_tenant_groups, queue_metrics};
 use crate::db::admin::{groups, resources};
 use crate::domain::Tenant;
 use crate::metrics::exposition::{render, FromDatabase};
@@ -80,12 +81,30 @@ async fn from_database(
     if !tenant.is_default() {
         queues.retain(|q| q.tenant == tenant.as_str());
     }
-    let groups = groups::list(&mut conn, tenant.as_str()).await?;
+    if tenant.is_default() {
+        let (groups, dead) = every_tenant_groups(&mut conn).await?;
+        let dead_letters = dead
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(t, n)| (t.clone(), n.as_i64().unwrap_or(0)))
+            .collect();
+        return Ok(FromDatabase {
+            queues,
+            groups,
+            dead_letters,
+        });
+    }
+    let mut groups = groups::list(&mut conn, tenant.as_str()).await?;
+    for g in groups.as_array_mut().into_iter().flatten() {
+        g["tenant"] = json!(tenant.as_str());
+    }
     let overview = resources::overview(&mut conn, tenant.as_str()).await?;
+    let dead = overview["messages"]["deadLetter"].as_i64().unwrap_or(0);
     Ok(FromDatabase {
         queues,
         groups,
-        dead_letters: overview["messages"]["deadLetter"].as_i64().unwrap_or(0),
+        dead_letters: vec![(tenant.as_str().to_owned(), dead)],
     })
 }
 

@@ -78,7 +78,7 @@ fn database_gauges_are_labelled_by_queue_and_group_and_escape_label_values() {
             throughput: 3,
         }],
         groups: json!([{"name": "billing", "queueName": "orders", "totalLag": 4, "maxTimeLag": 2.5}]),
-        dead_letters: 2,
+        dead_letters: vec![(String::new(), 2)],
     };
 
     let text = render(&snapshot(), Some(&db), true, true);
@@ -160,13 +160,24 @@ fn a_tenant_scrape_has_its_queue_gauges_and_no_node_wide_families() {
             lag_seconds: 1.5,
             throughput: 9,
         }],
-        groups: json!([]),
-        dead_letters: 0,
+        groups: json!([{"name": "billing", "queueName": "orders", "tenant": "acme",
+                        "totalLag": 4, "maxTimeLag": 2.5}]),
+        dead_letters: vec![("acme".to_owned(), 1)],
     };
     let tenant_view = json!({"tenant": "acme", "groups": []});
     let text = render(&tenant_view, Some(&db), true, false);
     assert!(
         text.contains(r#"queen_queue_depth{queue="orders",tenant="acme"} 4"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"queen_consumer_group_lag_messages{group="billing",queue="orders",tenant="acme"} 4"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"queen_dead_letters{tenant="acme"} 1"#),
         "{text}"
     );
     for node_wide in [

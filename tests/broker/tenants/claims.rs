@@ -142,7 +142,8 @@ async fn only_the_default_tenant_switches_maintenance() {
 
 /// A tenant's metrics (JSON and Prometheus, also with its token on the open probe path)
 /// hold its own group actors and queues only and none of the node-wide counters; the
-/// default tenant's (and a scrape without a token) hold the whole node.
+/// default tenant's (and a scrape without a token) hold the whole node, every tenant's
+/// group lag and dead letters labelled by tenant.
 #[actix_rt::test]
 async fn a_tenant_sees_only_its_own_metrics_and_the_default_tenant_sees_the_node() {
     // Arrange
@@ -162,6 +163,7 @@ async fn a_tenant_sees_only_its_own_metrics_and_the_default_tenant_sees_the_node
     let (_, text) = acme.get("/metrics/prometheus").await;
     let (_, workers) = acme.get("/api/v1/analytics/worker-metrics").await;
     let (_, node) = b.get("/metrics").await;
+    let (_, node_scrape) = b.get("/metrics/prometheus").await;
 
     // Assert
     let text = text.as_str().map(str::to_owned).unwrap_or_default();
@@ -185,5 +187,17 @@ async fn a_tenant_sees_only_its_own_metrics_and_the_default_tenant_sees_the_node
         node_text.contains("acme-group") && node_text.contains("globex-group"),
         "{node}"
     );
+    let node_scrape = node_scrape.as_str().unwrap_or_default();
+    for series in [
+        r#"queen_consumer_group_lag_messages{group="acme-group",queue="acme-only",tenant="acme"}"#,
+        r#"queen_consumer_group_lag_messages{group="globex-group",queue="globex-only",tenant="globex"}"#,
+        r#"queen_queue_depth{queue="globex-only",tenant="globex"}"#,
+        r#"queen_dead_letters{tenant="globex"} 0"#,
+    ] {
+        assert!(
+            node_scrape.contains(series),
+            "{series} not in the operator's scrape:\n{node_scrape}"
+        );
+    }
     b.stop().await;
 }
