@@ -240,3 +240,64 @@ async fn pops_over_the_batch_or_timeout_ceiling_are_refused_and_defaults_stay_un
     );
     b.stop().await;
 }
+
+/// Eight concurrent pushes each creating a queue under a limit of three queues, and six
+/// concurrent first pops each starting a group under a limit of two groups: exactly the
+/// limit is created each time, the rest are refused and leave nothing behind.
+#[actix_rt::test]
+async fn concurrent_creations_of_queues_and_groups_never_overshoot_their_limits() {
+    // Arrange
+    let b = broker_with(&[
+        ("QUEEN_TENANT_MAX_QUEUES", "3"),
+        ("QUEEN_TENANT_MAX_CONSUMER_GROUPS", "2"),
+    ])
+    .await;
+    let acme = Caller::admin_of(&b.base, "acme");
+
+    // Act: queues
+    let pushes = (0..8).map(|i| {
+        let acme = acme.clone();
+        async move { push_one(&acme, &format!("q{i}"), "p").await }
+    });
+    let pushed = futures_util::future::join_all(pushes).await;
+
+    // Assert: queues
+    let stored: Vec<_> = pushed.iter().filter(|(s, _)| s.is_success()).collect();
+    assert_eq!(stored.len(), 3, "{pushed:?}");
+    for (status, body) in pushed.iter().filter(|(s, _)| !s.is_success()) {
+        assert_limit(*status, body, "QUEEN_TENANT_MAX_QUEUES");
+    }
+    assert_eq!(stored_queues(&b.sql().await).await.len(), 3);
+
+    // Act: groups, on one of the stored queues
+    let queue = stored_queues(&b.sql().await).await[0].1.clone();
+    let pops = (0..6).map(|i| {
+        let (acme, queue) = (acme.clone(), queue.clone());
+        async move {
+            acme.get(&format!(
+                "/api/v1/pop/queue/{queue}?consumerGroup=g{i}&autoAck=true"
+            ))
+            .await
+        }
+    });
+    let popped = futures_util::future::join_all(pops).await;
+
+    // Assert: groups
+    let served = popped.iter().filter(|(s, _)| s.is_success()).count();
+    assert_eq!(served, 2, "{popped:?}");
+    for (status, body) in popped.iter().filter(|(s, _)| !s.is_success()) {
+        assert_limit(*status, body, "QUEEN_TENANT_MAX_CONSUMER_GROUPS");
+    }
+    let groups = b
+        .sql()
+        .await
+        .query_one(
+            "SELECT count(DISTINCT consumer_group) FROM queen.log_consumers
+             WHERE consumer_group <> '__QUEUE_MODE__'",
+            &[],
+        )
+        .await
+        .expect("count groups");
+    assert_eq!(groups.get::<_, i64>(0), 2);
+    b.stop().await;
+}
