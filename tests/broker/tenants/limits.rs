@@ -77,7 +77,12 @@ async fn a_tenant_cannot_own_more_queues_than_its_limit_and_another_tenant_has_i
 #[actix_rt::test]
 async fn concurrent_pushes_creating_partitions_never_overshoot_the_partition_limit() {
     // Arrange
-    let b = broker_with(&[("QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE", "3")]).await;
+    // Every push commits on its own (no combining writer), so the ten really race.
+    let b = broker_with(&[
+        ("QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE", "3"),
+        ("QUEEN_PUSH_WRITERS", "0"),
+    ])
+    .await;
     let acme = Caller::admin_of(&b.base, "acme");
 
     // Act
@@ -250,6 +255,7 @@ async fn concurrent_creations_of_queues_and_groups_never_overshoot_their_limits(
     let b = broker_with(&[
         ("QUEEN_TENANT_MAX_QUEUES", "3"),
         ("QUEEN_TENANT_MAX_CONSUMER_GROUPS", "2"),
+        ("QUEEN_PUSH_WRITERS", "0"),
     ])
     .await;
     let acme = Caller::admin_of(&b.base, "acme");
