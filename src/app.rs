@@ -155,6 +155,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             Some(Arc::new(Gate::new(
                 verifier,
                 config.auth.skip_paths.clone(),
+                config.auth.require_tenant,
             )))
         }
     };
@@ -174,6 +175,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         },
         config.database.pool_timeout,
         config.database.statement_timeout,
+        &config.limits.session_settings(),
     )
     .await?;
     {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 mod auth;
 mod known;
+mod limits;
 mod mesh;
 mod pg_tls;
 mod retention;
@@ -20,6 +21,7 @@ mod spool;
 
 pub use auth::{AuthConfig, JwksSource, JwtAlgorithm, DEFAULT_SKIP_PATHS};
 pub use known::KNOWN_VARS;
+pub use limits::LimitsConfig;
 pub use mesh::{MeshConfig, PeerAddress};
 pub use pg_tls::{PgSslMode, PgTlsConfig};
 pub use retention::RetentionConfig;
@@ -83,6 +85,8 @@ pub struct Config {
     pub auth: AuthConfig,
     /// The push spool: where pushes wait while PostgreSQL is away.
     pub spool: SpoolConfig,
+    /// What one tenant may create and ask for.
+    pub limits: LimitsConfig,
 }
 
 /// The HTTP listener.
@@ -335,6 +339,7 @@ impl Config {
             retention: retention::retention_config(&vars)?,
             auth: auth::auth_config(&vars)?,
             spool: spool::spool_config(&vars)?,
+            limits: limits::limits_config(&vars)?,
         })
     }
 }

@@ -22,8 +22,9 @@
 //!   Only hints: PostgreSQL stays the truth.
 //! - [`spool`]: the push spool: pushes written to local, `fsync`ed files while PostgreSQL
 //!   is away (or push maintenance is on), answered `buffered`, and replayed in order.
-//! - [`auth`]: JWT verification and the role each route needs; `http::auth` is the gate
-//!   that applies them to requests when `JWT_ENABLED` is on.
+//! - [`auth`]: JWT verification, the role each route needs and the tenant a token names;
+//!   `http::auth` is the gate that applies them to requests when `JWT_ENABLED` is on (the
+//!   request's tenant, default without auth, is then part of every key and SQL call).
 //! - [`app`]: wiring; [`telemetry`] and [`shutdown`]: one concern each.
 //!
 //! # How a message travels

@@ -334,6 +334,7 @@ impl Handler<Stats> for GroupActor {
 
     fn handle(&mut self, _: Stats, _: &mut Self::Context) -> Self::Result {
         MessageResult(GroupStats {
+            tenant: self.key.tenant.as_str().to_owned(),
             queue: self.key.queue.as_str().to_owned(),
             consumer_group: self.key.group.as_str().to_owned(),
             ring: self.ring.len(),

@@ -127,11 +127,15 @@ impl Registry {
         }
     }
 
-    /// Every live group actor's state.
-    pub async fn stats(&self) -> Vec<GroupStats> {
+    /// Every live group actor's state, or only those of `tenant`'s queues when given.
+    pub async fn stats(&self, tenant: Option<&Tenant>) -> Vec<GroupStats> {
         let addrs: Vec<Addr<GroupActor>> = {
             let groups = self.groups.lock().expect("registry lock is never poisoned");
-            groups.values().flat_map(|q| q.values().cloned()).collect()
+            groups
+                .iter()
+                .filter(|((owner, _), _)| tenant.map_or(true, |t| t == owner))
+                .flat_map(|(_, q)| q.values().cloned())
+                .collect()
         };
         let mut out = Vec::with_capacity(addrs.len());
         for addr in addrs {

@@ -3,7 +3,8 @@
 //! - [`role`]: the three roles and how a token grants them.
 //! - [`rules`]: the table of (method, route) → access, matched against request paths.
 //! - [`verify`]: checks a bearer token (signature, expiry, issuer, audience) with the
-//!   `jsonwebtoken` crate and reads its subject and roles; no signature code is ours.
+//!   `jsonwebtoken` crate and reads its subject, roles and tenant claim; no signature code
+//!   is ours.
 //! - [`jwks`]: the identity provider's key set, fetched (or read from a file), cached, and
 //!   fetched again when a token names a key it has not seen.
 //!
@@ -17,4 +18,4 @@ pub mod verify;
 
 pub use role::Role;
 pub use rules::{Access, RouteRules};
-pub use verify::{AuthFailure, AuthSetupError, Identity, Verifier};
+pub use verify::{AuthFailure, AuthSetupError, Identity, TenantClaim, Verifier};

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::jwks::{Jwks, JwksError, KeyFamily};
 use super::Role;
 use crate::config::{AuthConfig, JwtAlgorithm};
+use crate::domain::Tenant;
 
 /// Who a verified token speaks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,20 @@ pub struct Identity {
     pub sub: Option<Arc<str>>,
     /// The most trusted role the token grants, if any.
     pub role: Option<Role>,
+    /// What the token's tenant claim (`QUEEN_JWT_TENANT_CLAIM`) says.
+    pub tenant: TenantClaim,
+}
+
+/// The tenant a verified token names. Turning it into the request's tenant (or a 403) is
+/// the gate's job, which knows whether the claim is required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TenantClaim {
+    /// The token has no such claim.
+    Absent,
+    /// A valid tenant name.
+    Named(Tenant),
+    /// The claim is not a string or not a valid name; why, for the 403's text.
+    Invalid(String),
 }
 
 /// Why a request carries no usable identity (both answer 401).
@@ -66,6 +81,7 @@ pub struct Verifier {
     leeway: u64,
     role_claim: String,
     roles_claim: String,
+    tenant_claim: String,
 }
 
 impl Verifier {
@@ -103,6 +119,7 @@ impl Verifier {
             leeway: config.clock_skew.as_secs(),
             role_claim: config.role_claim.clone(),
             roles_claim: config.roles_claim.clone(),
+            tenant_claim: config.tenant_claim.clone(),
         })
     }
 
@@ -172,7 +189,9 @@ impl Verifier {
     ) -> Result<Identity, AuthFailure> {
         let data = decode::<Map<String, Value>>(token, key, validation)
             .map_err(|e| AuthFailure::Invalid(e.to_string()))?;
-        Ok(identity(&data.claims, &self.role_claim, &self.roles_claim))
+        let mut identity = identity(&data.claims, &self.role_claim, &self.roles_claim);
+        identity.tenant = tenant_claim(&data.claims, &self.tenant_claim);
+        Ok(identity)
     }
 }
 
@@ -190,6 +209,20 @@ fn identity(claims: &Map<String, Value>, role_claim: &str, roles_claim: &str) ->
     Identity {
         sub: claims.get("sub").and_then(Value::as_str).map(Arc::from),
         role: names.filter_map(Role::parse).max(),
+        tenant: TenantClaim::Absent,
+    }
+}
+
+/// The tenant named by the `claim` of verified claims: a string that is a valid name, or
+/// why it is not one.
+fn tenant_claim(claims: &Map<String, Value>, claim: &str) -> TenantClaim {
+    match claims.get(claim) {
+        None | Some(Value::Null) => TenantClaim::Absent,
+        Some(Value::String(name)) => match Tenant::parse(name.as_str()) {
+            Ok(tenant) => TenantClaim::Named(tenant),
+            Err(e) => TenantClaim::Invalid(format!("the token's {claim} claim: {e}")),
+        },
+        Some(_) => TenantClaim::Invalid(format!("the token's {claim} claim must be a string")),
     }
 }
 
@@ -240,6 +273,23 @@ mod tests {
             identity(&claims(json!({"roles": "guest"})), "role", "roles").role,
             None
         );
+    }
+
+    #[test]
+    fn the_tenant_claim_names_a_valid_tenant_or_says_why_not() {
+        let claims = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(
+            tenant_claim(&claims(json!({"org": "acme"})), "org"),
+            TenantClaim::Named(Tenant::parse("acme").unwrap())
+        );
+        assert_eq!(
+            tenant_claim(&claims(json!({"tenant": "acme"})), "org"),
+            TenantClaim::Absent
+        );
+        for bad in [json!(""), json!("a/b"), json!(7), json!(["acme"])] {
+            let got = tenant_claim(&claims(json!({ "tenant": bad })), "tenant");
+            assert!(matches!(got, TenantClaim::Invalid(_)), "{bad}: {got:?}");
+        }
     }
 
     #[test]

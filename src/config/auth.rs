@@ -44,6 +44,12 @@ pub struct AuthConfig {
     pub role_claim: String,
     /// `QUEEN_JWT_ROLES_CLAIM` (default `roles`): the claim holding an array of role names.
     pub roles_claim: String,
+    /// `QUEEN_JWT_TENANT_CLAIM` (default `tenant`): the claim naming the caller's tenant.
+    pub tenant_claim: String,
+    /// `QUEEN_JWT_REQUIRE_TENANT` (default false): a token without the tenant claim is
+    /// refused (403) instead of acting in the default tenant, so a token minted without
+    /// one can never reach the shared default tenant of a multi-tenant deployment.
+    pub require_tenant: bool,
 }
 
 /// Which signature algorithms a token may use.
@@ -131,6 +137,11 @@ pub(super) fn auth_config(vars: &Vars) -> Result<AuthConfig, ConfigError> {
             .get("QUEEN_JWT_ROLES_CLAIM")
             .unwrap_or("roles")
             .to_owned(),
+        tenant_claim: vars
+            .get("QUEEN_JWT_TENANT_CLAIM")
+            .unwrap_or("tenant")
+            .to_owned(),
+        require_tenant: vars.flag("QUEEN_JWT_REQUIRE_TENANT", false)?,
     };
     if enabled {
         check_keys(&config)?;
@@ -177,6 +188,8 @@ mod tests {
         assert!(config.auth.skip_paths.contains(&"/health/ready".to_owned()));
         assert!(config.auth.skip_paths.contains(&"/metrics".to_owned()));
         assert_eq!(config.auth.role_claim, "role");
+        assert_eq!(config.auth.tenant_claim, "tenant");
+        assert!(!config.auth.require_tenant);
     }
 
     #[test]

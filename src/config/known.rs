@@ -76,6 +76,13 @@ pub const KNOWN_VARS: &[&str] = &[
     "JWT_SKIP_PATHS",
     "QUEEN_JWT_ROLE_CLAIM",
     "QUEEN_JWT_ROLES_CLAIM",
+    "QUEEN_JWT_TENANT_CLAIM",
+    "QUEEN_JWT_REQUIRE_TENANT",
+    "QUEEN_TENANT_MAX_QUEUES",
+    "QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE",
+    "QUEEN_TENANT_MAX_CONSUMER_GROUPS",
+    "QUEEN_TENANT_MAX_POP_BATCH",
+    "QUEEN_TENANT_MAX_POP_TIMEOUT_MS",
     "RUST_LOG",
 ];
 
@@ -110,6 +117,7 @@ mod tests {
             "JWT_SKIP_PATHS",
             "QUEEN_JWT_ROLE_CLAIM",
             "QUEEN_JWT_ROLES_CLAIM",
+            "QUEEN_JWT_TENANT_CLAIM",
             "RUST_LOG",
         ];
         for name in KNOWN_VARS.iter().filter(|n| !free_form.contains(n)) {

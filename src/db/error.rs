@@ -95,6 +95,17 @@ impl DbError {
             && self.sql_state().is_some_and(|s| s.code().starts_with("22"))
     }
 
+    /// The database's text when a tenant limit refused a creation (SQLSTATE `QLIMT`, raised
+    /// by `sql/061_tenant_limits.sql`): the client asked for more than its tenant may have,
+    /// and nothing was stored.
+    pub fn tenant_limit(&self) -> Option<String> {
+        let DbError::Query { source, .. } = self else {
+            return None;
+        };
+        let error = source.as_db_error()?;
+        (error.code().code() == TENANT_LIMIT).then(|| error.message().to_owned())
+    }
+
     /// True when the connection that ran the statement must not be reused.
     pub fn poisons_connection(&self) -> bool {
         matches!(self, DbError::StatementTimeout { .. }) || self.is_connection_problem()
@@ -111,6 +122,9 @@ impl DbError {
         }
     }
 }
+
+/// The SQLSTATE of a creation over a tenant limit (`sql/061_tenant_limits.sql`).
+pub const TENANT_LIMIT: &str = "QLIMT";
 
 /// SQLSTATEs with which the server ends a session rather than refusing a statement.
 fn server_ended_session(state: &SqlState) -> bool {

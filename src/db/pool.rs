@@ -214,18 +214,25 @@ pub type Conn<'a> = bb8::PooledConnection<'a, Manager>;
 
 impl Db {
     /// Builds the pool and opens its first connection, so a wrong address (or a server
-    /// whose certificate fails the TLS policy) fails start-up.
+    /// whose certificate fails the TLS policy) fails start-up. `session` are extra
+    /// settings every connection starts with (the tenant limits the schema's triggers
+    /// read, `sql/061_tenant_limits.sql`).
     pub async fn connect(
         mut config: tokio_postgres::Config,
         tls: MakeRustlsConnect,
         shape: PoolShape,
         checkout_timeout: Duration,
         statement_timeout: Duration,
+        session: &[(&str, u32)],
     ) -> Result<Self, DbError> {
-        config.options(format!(
+        let mut options = format!(
             "-c statement_timeout={} -c application_name=queen",
             statement_timeout.as_millis()
-        ));
+        );
+        for (name, value) in session {
+            options.push_str(&format!(" -c {name}={value}"));
+        }
+        config.options(options);
         let stats = Arc::new(PoolStats::default());
         let manager = Manager {
             config,

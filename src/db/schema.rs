@@ -80,6 +80,8 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("054_consumer_group_seek_retry_at.sql"),
     sql_file!("055_push_maintenance.sql"),
     sql_file!("058_segments_inline.sql"),
+    sql_file!("060_tenant_leases.sql"),
+    sql_file!("061_tenant_limits.sql"),
 ];
 
 /// Where refinery records applied migrations.

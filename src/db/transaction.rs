@@ -1,5 +1,5 @@
 //! A data transaction a caller owns: pushes, acks and lease fences applied together, all or
-//! nothing, with the wrapper of `queen.lease_require_v1`.
+//! nothing, with the wrapper of `queen.lease_require_v2`.
 //!
 //! It only runs statements; what the rows mean, and what to tell the actors after the
 //! commit, is decided by the callers in `log`.
@@ -10,7 +10,7 @@ use super::ack::{self, AckAnswer, AckDurability, AckItem, AckStatements, AckTarg
 use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
 use super::{DbError, PgConn};
 
-const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v1($1)";
+const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v2($1, $2)";
 
 /// An open transaction on a pooled connection, with the statements of the data path ready.
 /// Dropped without [`commit`](Self::commit), it rolls back (tokio-postgres sends the
@@ -29,7 +29,7 @@ impl<'c> DataTransaction<'c> {
         let push = push::statements(conn).await?;
         let segment = push::segment_statement(conn).await?;
         let ack = ack::statements(conn).await?;
-        let lease = conn.statement("lease_require_v1", LEASE_REQUIRE).await?;
+        let lease = conn.statement("lease_require_v2", LEASE_REQUIRE).await?;
         let tx = conn
             .client()
             .transaction()
@@ -62,6 +62,7 @@ impl<'c> DataTransaction<'c> {
     /// see [`ack::ack_in`]); verdicts in item order.
     pub async fn ack(
         &self,
+        tenant: &str,
         partition_id: i64,
         group: &str,
         lease: &str,
@@ -69,6 +70,7 @@ impl<'c> DataTransaction<'c> {
     ) -> Result<AckAnswer, DbError> {
         // The bundle's pushes must be durable when answered: its acks wait with them.
         let target = AckTarget {
+            tenant,
             partition_id,
             group,
             lease,
@@ -77,17 +79,22 @@ impl<'c> DataTransaction<'c> {
         ack::ack_in(&self.tx, &self.ack, &target, items).await
     }
 
-    /// Calls `queen.lease_require_v1`: locks every partition held under `leases` until this
-    /// transaction ends and answers the leases that are not live (none held, or expired).
-    pub async fn require_leases(&self, leases: &[String]) -> Result<Vec<String>, DbError> {
+    /// Calls `queen.lease_require_v2`: locks every partition of `tenant` held under
+    /// `leases` until this transaction ends and answers the leases that are not live (none
+    /// of the tenant's partitions held, or expired).
+    pub async fn require_leases(
+        &self,
+        tenant: &str,
+        leases: &[String],
+    ) -> Result<Vec<String>, DbError> {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
         let rows = self
             .tx
-            .query(&self.lease, &[&leases])
+            .query(&self.lease, &[&tenant, &leases])
             .await
-            .map_err(|e| DbError::query("lease_require_v1", e))?;
+            .map_err(|e| DbError::query("lease_require_v2", e))?;
         Ok(rows
             .iter()
             .filter(|row| !row.get::<_, bool>(1))

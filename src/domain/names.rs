@@ -134,8 +134,9 @@ impl ConsumerGroup {
     }
 }
 
-/// The tenant a request acts for. Until authentication exists every request is the default
-/// tenant (the empty string); it is part of every key so tenants can never collide.
+/// The tenant a request acts for: the default tenant (the empty string) without
+/// authentication, the token's tenant claim with it; it is part of every key so tenants
+/// can never collide.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tenant(String);
 
@@ -143,6 +144,20 @@ impl Tenant {
     /// The tenant of unauthenticated deployments.
     pub fn default_tenant() -> Self {
         Self(String::new())
+    }
+
+    /// A tenant named by a verified token's claim, validated like every other name (so it
+    /// can never be the default tenant's empty name). Never call it on request data a
+    /// caller controls: a request cannot name a tenant, only its token can.
+    pub fn parse(value: impl Into<String>) -> Result<Self, NameError> {
+        let value = value.into();
+        check("tenant", &value)?;
+        Ok(Self(value))
+    }
+
+    /// True for the tenant of unauthenticated deployments (and of tokens without a tenant).
+    pub fn is_default(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// A tenant as stored or as carried by a peer's mesh hint; never from a request, so a
@@ -180,5 +195,15 @@ mod tests {
             .unwrap()
             .is_queue_mode());
         assert!(ConsumerGroup::parse(Some("")).is_err());
+    }
+
+    #[test]
+    fn a_tenant_claim_is_checked_like_a_name_and_never_the_default() {
+        assert_eq!(Tenant::parse("acme").unwrap().as_str(), "acme");
+        assert!(!Tenant::parse("acme").unwrap().is_default());
+        assert!(Tenant::default_tenant().is_default());
+        for bad in ["", " ", "a/b", "x\n"] {
+            assert!(Tenant::parse(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -1,9 +1,16 @@
 //! The authentication gate: an actix middleware in front of every route when `JWT_ENABLED`
 //! is on. It lets the skip paths (the probes) and the console's static files through, reads
-//! the bearer token, has `crate::auth` verify it, checks the role the route needs, and
-//! leaves the caller's [`Identity`] in the request's extensions for the handlers (push
-//! stamps its `sub`). Refusals are `ApiError`s, so their status and body are decided in
-//! `error` like every other answer: 401 without a valid token, 403 without the role.
+//! the bearer token, has `crate::auth` verify it, resolves the caller's tenant from the
+//! token's tenant claim, checks the role the route needs, and leaves the caller's
+//! [`Identity`] and [`Tenant`] in the request's extensions for the handlers (push stamps
+//! its `sub`, every handler acts in its tenant). Refusals are `ApiError`s, so their status
+//! and body are decided in `error` like every other answer: 401 without a valid token, 403
+//! without the role or with a tenant claim that is not a valid name (or missing when
+//! `QUEEN_JWT_REQUIRE_TENANT` asks for one).
+//!
+//! A skip path needs no token, but a valid one is still read: its tenant then decides what
+//! the path shows (the metrics of that tenant only); without one the path acts in the
+//! default tenant, the operator's.
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -13,23 +20,47 @@ use actix_web::{web, Error, HttpMessage, ResponseError};
 use tracing::debug;
 
 use super::{ApiError, AppState};
-use crate::auth::{Access, AuthFailure, Identity, RouteRules, Verifier};
+use crate::auth::{Access, AuthFailure, Identity, RouteRules, TenantClaim, Verifier};
+use crate::domain::Tenant;
 
 /// What the gate needs: the verifier, the compiled rules and the open paths.
 pub struct Gate {
     verifier: Verifier,
     rules: RouteRules,
     skip_paths: Vec<String>,
+    require_tenant: bool,
 }
 
 impl Gate {
-    /// A gate verifying with `verifier` and letting `skip_paths` through untouched.
-    pub fn new(verifier: Verifier, skip_paths: Vec<String>) -> Self {
+    /// A gate verifying with `verifier` and letting `skip_paths` through without a token;
+    /// `require_tenant` refuses tokens without a tenant claim.
+    pub fn new(verifier: Verifier, skip_paths: Vec<String>, require_tenant: bool) -> Self {
         Gate {
             verifier,
             rules: RouteRules::new(),
             skip_paths,
+            require_tenant,
         }
+    }
+
+    /// The tenant a verified token acts in, or the 403 of a token whose claim names none.
+    fn tenant(&self, identity: &Identity) -> Result<Tenant, ApiError> {
+        match &identity.tenant {
+            TenantClaim::Named(tenant) => Ok(tenant.clone()),
+            TenantClaim::Absent if !self.require_tenant => Ok(Tenant::default_tenant()),
+            TenantClaim::Absent => Err(ApiError::Forbidden(
+                "this broker requires a tenant claim in the token".to_owned(),
+            )),
+            TenantClaim::Invalid(why) => Err(ApiError::Forbidden(why.clone())),
+        }
+    }
+
+    /// On a skip path: the tenant of a valid token if the request carries one (anything
+    /// else leaves the request in the default tenant, as without a token).
+    async fn optional_tenant(&self, req: &ServiceRequest) -> Option<(Identity, Tenant)> {
+        let identity = self.verifier.verify(bearer(req)?).await.ok()?;
+        let tenant = self.tenant(&identity).ok()?;
+        Some((identity, tenant))
     }
 
     fn skips(&self, path: &str) -> bool {
@@ -41,11 +72,11 @@ impl Gate {
             })
     }
 
-    /// The caller's identity, or the refusal to answer with.
-    async fn admit(&self, req: &ServiceRequest) -> Result<Option<Identity>, ApiError> {
+    /// The caller's identity and tenant, or the refusal to answer with.
+    async fn admit(&self, req: &ServiceRequest) -> Result<Option<(Identity, Tenant)>, ApiError> {
         let path = req.match_info().as_str();
         if self.skips(path) {
-            return Ok(None);
+            return Ok(self.optional_tenant(req).await);
         }
         let needed = match self.rules.access(req.method(), path) {
             Access::Public => return Ok(None),
@@ -63,8 +94,11 @@ impl Gate {
                 AuthFailure::Invalid(_) => "invalid token".to_owned(),
             })
         })?;
+        let tenant = self.tenant(&identity).inspect_err(|_| {
+            debug!(sub = ?identity.sub, "request refused: tenant claim");
+        })?;
         if identity.role.is_some_and(|granted| granted >= needed) {
-            return Ok(Some(identity));
+            return Ok(Some((identity, tenant)));
         }
         debug!(sub = ?identity.sub, needed = %needed, "request refused: role missing");
         Err(ApiError::Forbidden(format!(
@@ -87,8 +121,10 @@ pub async fn guard(
     };
     match gate.admit(&req).await {
         Ok(identity) => {
-            if let Some(identity) = identity {
-                req.extensions_mut().insert(identity);
+            if let Some((identity, tenant)) = identity {
+                let mut extensions = req.extensions_mut();
+                extensions.insert(identity);
+                extensions.insert(tenant);
             }
             Ok(next.call(req).await?.map_into_left_body())
         }

@@ -4,7 +4,8 @@
 //! refused connection, the server shutting down or starting) is a 503 whose text says
 //! "connection", because the published clients retry 5xx and their consume loop keeps
 //! polling on that word; the full cause chain is logged here and never sent to the client. A value
-//! PostgreSQL refuses as data (SQLSTATE class 22) is the client's mistake: a 400.
+//! PostgreSQL refuses as data (SQLSTATE class 22) is the client's mistake: a 400; a creation
+//! over a tenant limit (SQLSTATE `QLIMT`) is a 403 `{"error", "code": "tenant_limit"}`.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
@@ -45,6 +46,10 @@ pub enum ApiError {
     /// A valid token without the role the route needs: 403 with this text.
     #[error("{0}")]
     Forbidden(String),
+    /// More than the caller's tenant may create or ask for (`QUEEN_TENANT_MAX_*`): 403
+    /// `{"error": <which limit>, "code": "tenant_limit"}`, nothing changed.
+    #[error("{0}")]
+    TenantLimit(String),
     /// This node cannot take the request now, though the request is sound (the push spool
     /// is full or its disk failed while the database is away): 503 with this text and
     /// `Retry-After`, which clients retry.
@@ -127,6 +132,8 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Db(db) if rejected_input(db).is_some() => StatusCode::BAD_REQUEST,
+            ApiError::TenantLimit(_) => StatusCode::FORBIDDEN,
+            ApiError::Db(db) if db.tenant_limit().is_some() => StatusCode::FORBIDDEN,
             ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -157,6 +164,11 @@ impl ResponseError for ApiError {
                 json!({ "error": self.to_string() })
             }
             ApiError::NoRoute { path } => json!({ "error": "no_such_route", "path": path }),
+            ApiError::TenantLimit(text) => json!({ "error": text, "code": "tenant_limit" }),
+            ApiError::Db(db) if db.tenant_limit().is_some() => {
+                let text = db.tenant_limit().unwrap_or_default();
+                json!({ "error": text, "code": "tenant_limit" })
+            }
             ApiError::Db(db) if rejected_input(db).is_some() => {
                 let text = rejected_input(db).unwrap_or_default();
                 warn!(error = %text, "input refused by the database");

@@ -1,7 +1,8 @@
 //! `POST /api/v1/lease/{lease_id}/extend`: renew every partition claimed under a lease.
 //! The published client sends no body; `{"seconds": N}` is accepted too. HTTP 200 either way.
+//! Only the caller's tenant's leases are renewed: another tenant's lease id is "not found".
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
 use super::{read_body, ApiError, AppState};
@@ -24,14 +25,17 @@ const MAX_EXTEND_SECONDS: i64 = 86_400;
 )]
 pub async fn extend(
     state: web::Data<AppState>,
+    req: HttpRequest,
     path: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let lease_id = path.into_inner();
     let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let seconds = requested_seconds(&body)?;
+    let tenant = state.tenant(&req);
     let mut conn = state.broker.db.conn().await?;
-    let (renewed, expires_at) = extend_lease(&mut conn, &lease_id, seconds).await?;
+    let (renewed, expires_at) =
+        extend_lease(&mut conn, tenant.as_str(), &lease_id, seconds).await?;
     let expires = expires_at.map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
     let success = renewed > 0;
     Ok(HttpResponse::Ok().json(json!({

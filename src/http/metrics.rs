@@ -1,17 +1,26 @@
 //! `GET /metrics`: the broker's counters as JSON (pops, SQL calls, wakes, parked pops, the
 //! limiter, the pool and the mesh; the console reads it); `GET /metrics/prometheus`: typed
 //! Prometheus families for a ServiceMonitor, rendered by `metrics::exposition`.
+//!
+//! What a caller sees depends on its tenant. The default tenant (the operator's: no
+//! authentication, a token without a tenant claim, or a probe path called without a token)
+//! sees the whole node: its counters, and every tenant's group actors, per-queue gauges,
+//! group lags and dead letters (labelled by tenant once a tenant other than the default
+//! owns a queue). Any other tenant sees
+//! only what is its own: its group actors, its queues' gauges, its groups' lag and its
+//! dead letters; the node-wide counters (which count every tenant's traffic) are left out.
 
 use std::sync::atomic::Ordering;
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
 use tracing::warn;
 
 use super::AppState;
-use crate::db::admin::status::queue_metrics;
+use crate::db::admin::status::{every_tenant_groups, queue_metrics};
 use crate::db::admin::{groups, resources};
+use crate::domain::Tenant;
 use crate::metrics::exposition::{render, FromDatabase};
 
 /// `GET /metrics`.
@@ -21,8 +30,14 @@ use crate::metrics::exposition::{render, FromDatabase};
     tag = "metrics",
     responses((status = 200, description = "counters as JSON", body = Object))
 )]
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(snapshot(&state).await)
+pub async fn metrics(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    HttpResponse::Ok().json(snapshot(&state, &state.tenant(&req)).await)
+}
+
+/// The registry filter of a tenant's view: none for the default tenant (the whole node),
+/// the tenant itself otherwise.
+pub(crate) fn tenant_filter(tenant: &Tenant) -> Option<&Tenant> {
+    (!tenant.is_default()).then_some(tenant)
 }
 
 /// `GET /metrics/prometheus`: typed Prometheus families (`metrics::exposition`): the
@@ -38,9 +53,10 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
         (status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)
     )
 )]
-pub async fn prometheus(state: web::Data<AppState>) -> HttpResponse {
-    let body = snapshot(&state).await;
-    let db = match from_database(&state).await {
+pub async fn prometheus(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let tenant = state.tenant(&req);
+    let body = snapshot(&state, &tenant).await;
+    let db = match from_database(&state, &tenant).await {
         Ok(db) => Some(db),
         Err(error) => {
             warn!(error = %error, "database gauges left out of the metrics");
@@ -50,28 +66,59 @@ pub async fn prometheus(state: web::Data<AppState>) -> HttpResponse {
     let ready = db.is_some() && !state.broker.is_draining();
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(render(&body, db.as_ref(), ready))
+        .body(render(&body, db.as_ref(), ready, tenant.is_default()))
 }
 
 /// Window of `queen_queue_throughput`, in seconds.
 const THROUGHPUT_WINDOW_SECS: i32 = 60;
 
-async fn from_database(state: &AppState) -> Result<FromDatabase, crate::db::DbError> {
-    let tenant = crate::domain::Tenant::default_tenant();
+async fn from_database(
+    state: &AppState,
+    tenant: &Tenant,
+) -> Result<FromDatabase, crate::db::DbError> {
     let mut conn = state.broker.db.conn().await?;
-    let queues = queue_metrics(&mut conn, THROUGHPUT_WINDOW_SECS).await?;
-    let groups = groups::list(&mut conn, tenant.as_str()).await?;
+    let mut queues = queue_metrics(&mut conn, THROUGHPUT_WINDOW_SECS).await?;
+    if !tenant.is_default() {
+        queues.retain(|q| q.tenant == tenant.as_str());
+    }
+    if tenant.is_default() {
+        let (groups, dead) = every_tenant_groups(&mut conn).await?;
+        let dead_letters = dead
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(t, n)| (t.clone(), n.as_i64().unwrap_or(0)))
+            .collect();
+        return Ok(FromDatabase {
+            queues,
+            groups,
+            dead_letters,
+        });
+    }
+    let mut groups = groups::list(&mut conn, tenant.as_str()).await?;
+    for g in groups.as_array_mut().into_iter().flatten() {
+        g["tenant"] = json!(tenant.as_str());
+    }
     let overview = resources::overview(&mut conn, tenant.as_str()).await?;
+    let dead = overview["messages"]["deadLetter"].as_i64().unwrap_or(0);
     Ok(FromDatabase {
         queues,
         groups,
-        dead_letters: overview["messages"]["deadLetter"].as_i64().unwrap_or(0),
+        dead_letters: vec![(tenant.as_str().to_owned(), dead)],
     })
 }
 
-/// The JSON counters document (also served by `/api/v1/analytics/system-metrics`).
-pub(crate) async fn snapshot(state: &AppState) -> Value {
+/// The JSON counters document (also served by `/api/v1/analytics/system-metrics`) as
+/// `tenant` may see it: the whole node for the default tenant, only its own group actors
+/// otherwise.
+pub(crate) async fn snapshot(state: &AppState, tenant: &Tenant) -> Value {
     let broker = &state.broker;
+    if !tenant.is_default() {
+        return json!({
+            "tenant": tenant.as_str(),
+            "groups": broker.registry.stats(Some(tenant)).await,
+        });
+    }
     let mut body = broker.metrics.to_json();
     let limiter = broker.limiter.snapshot();
     let (connections, idle) = broker.db.state();
@@ -91,7 +138,7 @@ pub(crate) async fn snapshot(state: &AppState) -> Value {
         "workerCheckoutsTotal": stats.worker_checkouts.load(Ordering::Relaxed),
         "quarantined": stats.quarantined.load(Ordering::Relaxed),
     });
-    body["groups"] = json!(broker.registry.stats().await);
+    body["groups"] = json!(broker.registry.stats(None).await);
     body["caches"] = json!({
         "groupActors": broker.registry.len(),
         "encryptedQueues": broker.encrypted_queues.len(),

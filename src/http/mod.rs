@@ -50,9 +50,14 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The tenant a request acts for: the default tenant until tenants are built.
-    pub fn tenant(&self, _req: &HttpRequest) -> Tenant {
-        Tenant::default_tenant()
+    /// The tenant a request acts for: the one the auth gate resolved from the token's
+    /// tenant claim, else the default tenant (no authentication, or a token without the
+    /// claim, or a skip path called without a token).
+    pub fn tenant(&self, req: &HttpRequest) -> Tenant {
+        req.extensions()
+            .get::<Tenant>()
+            .cloned()
+            .unwrap_or_else(Tenant::default_tenant)
     }
 
     /// The producer to stamp on what this request pushes: the verified token's `sub` with

@@ -14,12 +14,14 @@ use chrono::{DateTime, Utc};
 use super::binary::qpf1;
 use super::query::Query;
 use super::{ApiError, AppState};
+use crate::config::LimitsConfig;
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
 use crate::log::groups::conflation_policy;
 use crate::log::pop::{pop, unrenderable, Delivery, PopRequest, Scope, SubscriptionMode};
 use crate::segment::Codec;
 use echo::{Autopilot, Echo, AUTOPILOT_BATCH, AUTOPILOT_PARTITIONS};
 
+mod ceilings;
 mod echo;
 mod render;
 
@@ -119,7 +121,9 @@ async fn serve(
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
     let query = Query::parse(req.query_string())?;
-    let (request, asked) = parse_request(&query, scope, state.broker.config.pop.default_timeout)?;
+    let config = &state.broker.config;
+    let (request, asked) =
+        parse_request(&query, scope, config.pop.default_timeout, &config.limits)?;
     let framed = query.flag("frames", false)?;
     let tenant = state.tenant(req);
     let mut echo = Echo::default();
@@ -224,6 +228,7 @@ fn parse_request(
     q: &Query,
     scope: Scope,
     default_timeout: Duration,
+    limits: &LimitsConfig,
 ) -> Result<(PopRequest, Asked), ApiError> {
     let group = ConsumerGroup::parse(q.text("consumerGroup"))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -269,6 +274,8 @@ fn parse_request(
     } else {
         DEFAULT_BATCH
     };
+    let (default_batch, default_timeout) =
+        ceilings::defaults(limits, default_batch, default_timeout);
     let batch = q.number("batch", default_batch, 1, MAX_BATCH)? as u32;
     let partitions = q.number("partitions", default_partitions, 1, MAX_PARTITIONS)? as u32;
     let timeout_default = u64::try_from(default_timeout.as_millis()).unwrap_or(u64::MAX);
@@ -287,6 +294,7 @@ fn parse_request(
         subscription_mode,
         subscription_from,
     };
+    ceilings::check(limits, &request)?;
     let asked = Asked {
         conflation,
         autopilot: autopilot.then_some(Autopilot {

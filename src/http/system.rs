@@ -1,11 +1,12 @@
 //! `GET|POST /api/v1/system/maintenance`: the maintenance switches, shared through the
 //! database so every node agrees within a second. Body `{"pop": true|false}` (`enabled` is
 //! accepted as a synonym) and/or `{"push": true|false}` (pushes go to each node's spool,
-//! answered `buffered`; turning it off replays the spools).
+//! answered `buffered`; turning it off replays the spools). Switching is the default
+//! tenant's (the operator's) alone: it stops every tenant.
 
 use std::sync::atomic::Ordering;
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
 use super::{parse_json, read_body, ApiError, AppState};
@@ -39,8 +40,16 @@ pub async fn get_maintenance(state: web::Data<AppState>) -> HttpResponse {
 )]
 pub async fn set_maintenance(
     state: web::Data<AppState>,
+    req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // Maintenance stops every tenant's pops or pushes: the operator's switch, never one
+    // tenant's over the others.
+    if !state.tenant(&req).is_default() {
+        return Err(ApiError::Forbidden(
+            "maintenance mode is switched by the default tenant only".to_owned(),
+        ));
+    }
     let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let value: Value = parse_json(&body)?;
     const SHAPE: &str = "body must be {\"pop\": true|false} and/or {\"push\": true|false}";

@@ -37,7 +37,8 @@ pub struct Ack {
     pub lease_id: String,
 }
 
-/// Applies `acks` for `group` and answers one verdict per ack, in order. A partition whose
+/// Applies `acks` for `group` of `tenant` and answers one verdict per ack, in order (an ack
+/// naming another tenant's partition is refused as "Message not found"). A partition whose
 /// lease this released while it still holds messages goes back to the group's ring at once
 /// (an ack-promote), on this node and, through the mesh, on its peers, waking parked pops.
 #[instrument(skip_all, fields(consumer_group = group.as_str(), batch_size = acks.len()))]
@@ -57,6 +58,7 @@ pub async fn ack(
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
         let items = items_of(acks, &indices);
         let target = AckTarget {
+            tenant: tenant.as_str(),
             partition_id,
             group: group.as_str(),
             lease,
@@ -88,6 +90,7 @@ pub async fn ack(
 pub async fn stage(
     tx: &DataTransaction<'_>,
     broker: &Broker,
+    tenant: &Tenant,
     group: &ConsumerGroup,
     acks: &[Ack],
 ) -> Result<Vec<AckVerdict>, DbError> {
@@ -95,6 +98,7 @@ pub async fn stage(
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
         let answer = tx
             .ack(
+                tenant.as_str(),
                 partition_id,
                 group.as_str(),
                 lease,

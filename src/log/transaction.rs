@@ -240,7 +240,11 @@ async fn apply_plan(
     prepared: &[Option<PreparedPush>],
     zstd_level: i32,
 ) -> Result<Verdict, TransactionError> {
-    if let Some(lost) = tx.require_leases(&plan.leases).await?.first() {
+    if let Some(lost) = tx
+        .require_leases(tenant.as_str(), &plan.leases)
+        .await?
+        .first()
+    {
         return Ok(Verdict::Rollback {
             error: format!("Invalid or expired lease: required lease {lost} is not live"),
             failed_index: plan.first_slot_of(lost),
@@ -276,7 +280,7 @@ async fn apply_plan(
                 }
             }
             Step::Acks { first, group, acks } => {
-                let verdicts = ack::stage(tx, broker, group, acks).await?;
+                let verdicts = ack::stage(tx, broker, tenant, group, acks).await?;
                 if let Some(k) = verdicts.iter().position(|v| !v.success) {
                     let reason = verdicts[k].error.as_deref().unwrap_or("ack refused");
                     return Ok(Verdict::Rollback {

@@ -21,15 +21,17 @@ use families::{Family, COUNTERS, GAUGES};
 pub struct FromDatabase {
     /// Every queue's depth, lag and pushes in the last minute.
     pub queues: Vec<QueueMetrics>,
-    /// The consumer groups' lag (`GET /api/v1/consumer-groups`'s answer).
+    /// The consumer groups' lag (`GET /api/v1/consumer-groups`'s objects, each with its
+    /// `tenant`).
     pub groups: Value,
-    /// Dead letters now held.
-    pub dead_letters: i64,
+    /// Dead letters now held, per tenant.
+    pub dead_letters: Vec<(String, i64)>,
 }
 
 /// The Prometheus text of a scrape. `ready` is 0 while the node drains or its database did
-/// not answer.
-pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool) -> String {
+/// not answer. `node_wide` adds the process's latency histograms, which count every
+/// tenant's requests (a snapshot without the node's counters leaves those out by itself).
+pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool, node_wide: bool) -> String {
     let registry = Registry::new();
     let register = |c: Box<dyn Collector>| {
         if let Err(error) = registry.register(c) {
@@ -66,7 +68,9 @@ pub fn render(snapshot: &Value, db: Option<&FromDatabase>, ready: bool) -> Strin
         }
     }
     let mut families = registry.gather();
-    families.extend(latency().registry.gather());
+    if node_wide {
+        families.extend(latency().registry.gather());
+    }
     let mut text = String::new();
     if let Err(error) = TextEncoder::new().encode_utf8(&families, &mut text) {
         warn!(error = %error, "metrics could not be encoded");
@@ -132,8 +136,16 @@ fn database_gauges(db: &FromDatabase) -> Vec<GaugeVec> {
             |q| q.throughput as f64,
         ),
     ];
-    // The tenant label only appears once a queue belongs to another tenant than the default.
-    let tenants = db.queues.iter().any(|q| !q.tenant.is_empty());
+    // The tenant label only appears once something belongs to another tenant than the
+    // default: a single-tenant deployment's series keep their labels.
+    let tenants = db.queues.iter().any(|q| !q.tenant.is_empty())
+        || db.dead_letters.iter().any(|(t, _)| !t.is_empty())
+        || db
+            .groups
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|g| g["tenant"].as_str().is_some_and(|t| !t.is_empty()));
     let labels: &[&str] = if tenants {
         &["tenant", "queue"]
     } else {
@@ -163,25 +175,41 @@ fn database_gauges(db: &FromDatabase) -> Vec<GaugeVec> {
             "maxTimeLag",
         ),
     ];
+    let group_labels: &[&str] = if tenants {
+        &["tenant", "queue", "group"]
+    } else {
+        &["queue", "group"]
+    };
     for (name, help, key) in group_families {
-        let Ok(family) = GaugeVec::new(Opts::new(name, help), &["queue", "group"]) else {
+        let Ok(family) = GaugeVec::new(Opts::new(name, help), group_labels) else {
             continue;
         };
         for g in db.groups.as_array().into_iter().flatten() {
             let (Some(queue), Some(group)) = (g["queueName"].as_str(), g["name"].as_str()) else {
                 continue;
             };
+            let values = [g["tenant"].as_str().unwrap_or(""), queue, group];
             family
-                .with_label_values(&[queue, group])
+                .with_label_values(if tenants { &values } else { &values[1..] })
                 .set(g[key].as_f64().unwrap_or(0.0));
         }
         out.push(family);
     }
-    out.extend(single(
-        "queen_dead_letters",
-        "dead letters held now",
-        db.dead_letters as f64,
-    ));
+    let dead_labels: &[&str] = if tenants { &["tenant"] } else { &[] };
+    if let Ok(family) = GaugeVec::new(
+        Opts::new("queen_dead_letters", "dead letters held now"),
+        dead_labels,
+    ) {
+        let total: i64 = db.dead_letters.iter().map(|(_, n)| n).sum();
+        if tenants {
+            for (tenant, n) in &db.dead_letters {
+                family.with_label_values(&[tenant.as_str()]).set(*n as f64);
+            }
+        } else {
+            family.with_label_values(&[] as &[&str]).set(total as f64);
+        }
+        out.push(family);
+    }
     out
 }
 

@@ -247,13 +247,15 @@ impl Replay {
 }
 
 /// True for a failure that trying again cannot mend: the record's items cannot be framed
-/// or compressed, or PostgreSQL refuses one of its values as data. Any other failure (the
-/// database away, a serialisation failure, a missing encryption key) is waited out, so a
-/// spooled push is given up only for a fault of its own, and the rest of the spool goes on.
+/// or compressed, PostgreSQL refuses one of its values as data, or the push would create a
+/// queue or partition over its tenant's limit (the answer it would have had, a 403, if
+/// the database had been there). Any other failure (the database away, a serialisation
+/// failure, a missing encryption key) is waited out, so a spooled push is given up only
+/// for a fault of its own, and the rest of the spool goes on.
 fn is_lasting(e: &PushError) -> bool {
     match e {
         PushError::Frame { .. } | PushError::Blob(_) => true,
-        PushError::Db(db) => db.is_data_exception(),
+        PushError::Db(db) => db.is_data_exception() || db.tenant_limit().is_some(),
         _ => false,
     }
 }

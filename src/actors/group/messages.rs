@@ -165,6 +165,8 @@ pub struct Stats;
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupStats {
+    /// The queue's tenant (the metrics show a tenant only its own groups).
+    pub tenant: String,
     /// The queue.
     pub queue: String,
     /// The consumer group.

@@ -12,14 +12,20 @@ pub mod whole_lease;
 
 pub use leased_span::LeasedSpan;
 
-/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]).
+/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]); `$10`: the
+/// caller's tenant. The `EXISTS` is a one-time filter PostgreSQL evaluates before the
+/// function scan (two primary-key probes, once per statement): for another tenant's
+/// partition the function never runs, no row comes back (every item "Message not found")
+/// and nothing changes.
 const LOG_ACK: &str =
     "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
      FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
      CROSS JOIN (SELECT set_config('synchronous_commit',
                                    CASE WHEN $9 THEN 'off'
                                         ELSE current_setting('synchronous_commit') END,
-                                   true)) AS durability";
+                                   true)) AS durability
+     WHERE EXISTS (SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+                   WHERE p.id = $1 AND q.tenant = $10)";
 
 /// Whether the commit of an ack waits for its WAL to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,9 +71,11 @@ pub struct AckVerdict {
     pub pending_after: i64,
 }
 
-/// Which (partition, group, lease) an ack settles, and how durably.
+/// Which (partition, group, lease) an ack settles, for which tenant, and how durably.
 #[derive(Debug, Clone, Copy)]
 pub struct AckTarget<'a> {
+    /// The caller's tenant: a partition of another tenant is never touched.
+    pub tenant: &'a str,
     /// The messages' partition.
     pub partition_id: i64,
     /// The consumer group.
@@ -143,6 +151,7 @@ async fn ack_known(
     items: &[AckItem],
 ) -> Result<AckAnswer, DbError> {
     let AckTarget {
+        tenant,
         partition_id,
         group,
         lease,
@@ -180,11 +189,14 @@ async fn ack_known(
         let applied = whole_lease::try_whole_lease(
             client,
             &st.whole_lease,
-            partition_id,
-            group,
-            lease,
-            &sorted,
-            relaxed,
+            &whole_lease::WholeLease {
+                tenant,
+                partition_id,
+                group,
+                lease,
+                sorted_hashes: &sorted,
+                relaxed,
+            },
         )
         .await?;
         if let Some(done) = applied {
@@ -268,6 +280,7 @@ async fn log_ack_v2(
                 &keys.statuses,
                 &errors,
                 &relaxed,
+                &target.tenant,
             ],
         )
         .await

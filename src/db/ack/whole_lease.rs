@@ -19,7 +19,8 @@ use tokio_postgres::{GenericClient, Row, Statement};
 use super::super::{DbError, PgConn};
 
 /// `$1` partition, `$2` group, `$3` lease (NULL: the live lease), `$4` the items' hashes,
-/// sorted and distinct, `$5` the commit need not wait for the WAL flush. Returns one row
+/// sorted and distinct, `$5` the commit need not wait for the WAL flush, `$6` the caller's
+/// tenant (a condition on the queue row the statement joins anyway). Returns one row
 /// (queue, partition, messages left beyond the new cursor, the synchronous_commit set)
 /// when it applied the ack, none otherwise.
 const WHOLE_LEASE: &str = "
@@ -30,7 +31,7 @@ UPDATE queen.log_consumers c SET
     total_consumed = c.total_consumed + (c.batch_end - c.committed),
     last_consumed_at = now()
 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1
+WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1 AND q.tenant = $6
   AND c.worker_id IS NOT NULL AND ($3::text IS NULL OR c.worker_id = $3)
   AND c.lease_expires_at >= now()
   AND c.acked_ahead = '{}' AND c.failed_offset IS NULL
@@ -87,22 +88,42 @@ pub fn eligible(statuses: &[&str], hashes: &[i64]) -> Option<Vec<i64>> {
     Some(sorted)
 }
 
+/// What a whole-lease ack names.
+#[derive(Debug, Clone, Copy)]
+pub struct WholeLease<'a> {
+    /// The caller's tenant: another tenant's partition matches no row.
+    pub tenant: &'a str,
+    /// The messages' partition.
+    pub partition_id: i64,
+    /// The consumer group.
+    pub group: &'a str,
+    /// The lease (`None`: the partition's live lease).
+    pub lease: Option<&'a str>,
+    /// The items' hashes, sorted and distinct (see [`eligible`]).
+    pub sorted_hashes: &'a [i64],
+    /// The commit need not wait for the WAL flush.
+    pub relaxed: bool,
+}
+
 /// Runs the whole-lease statement: `Some` when it applied the ack (the lease is released
 /// and the cursor is at its end), `None` when the ack is not that case and nothing changed.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "ack_whole_lease"))]
 pub async fn try_whole_lease(
     client: &impl GenericClient,
     st: &Statement,
-    partition_id: i64,
-    group: &str,
-    lease: Option<&str>,
-    sorted_hashes: &[i64],
-    relaxed: bool,
+    w: &WholeLease<'_>,
 ) -> Result<Option<WholeLeaseAck>, DbError> {
     let rows = client
         .query(
             st,
-            &[&partition_id, &group, &lease, &sorted_hashes, &relaxed],
+            &[
+                &w.partition_id,
+                &w.group,
+                &w.lease,
+                &w.sorted_hashes,
+                &w.relaxed,
+                &w.tenant,
+            ],
         )
         .await
         .map_err(|e| DbError::query("ack_whole_lease", e))?;

@@ -139,3 +139,30 @@ pub async fn analytics(
         .await?
         .unwrap_or(Value::Null))
 }
+
+/// Every tenant's consumer groups with their lag (`queen.consumer_groups_v1`, called per
+/// tenant inside one statement), each object stamped with its `tenant`, and every tenant's
+/// dead letters held (`queen.resources_overview_v1`): what the operator's metrics scrape
+/// shows of all tenants. Answers (groups array, `{tenant: dead letters}`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "every_tenant_groups"))]
+pub async fn every_tenant_groups(conn: &mut PgConn) -> Result<(Value, Value), DbError> {
+    const OP: &str = "every_tenant_groups";
+    let st = conn
+        .statement(
+            OP,
+            "WITH tenants AS (SELECT DISTINCT q.tenant FROM queen.queues q)
+             SELECT coalesce((SELECT jsonb_agg(g || jsonb_build_object('tenant', t.tenant))
+                              FROM tenants t
+                              CROSS JOIN LATERAL jsonb_array_elements(
+                                  coalesce(queen.consumer_groups_v1(t.tenant), '[]'::jsonb)) g),
+                             '[]'::jsonb),
+                    coalesce((SELECT jsonb_object_agg(t.tenant,
+                                  coalesce((queen.resources_overview_v1(t.tenant)
+                                            -> 'messages' ->> 'deadLetter')::bigint, 0))
+                              FROM tenants t), '{}'::jsonb)",
+        )
+        .await?;
+    let row = conn.client().query_one(&st, &[]).await;
+    let row = row.map_err(|e| conn.note(DbError::query(OP, e)))?;
+    Ok((row.get(0), row.get(1)))
+}

@@ -181,7 +181,7 @@ pub async fn analytics(
 }
 
 /// `GET /api/v1/analytics/system-metrics`: this process's counters now (the `/metrics`
-/// document), stamped with its node id and the time.
+/// document, the caller's tenant's view of it), stamped with its node id and the time.
 #[instrument(skip_all)]
 #[utoipa::path(
     get,
@@ -192,17 +192,21 @@ pub async fn analytics(
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
-pub async fn system_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let snapshot = crate::http::metrics::snapshot(&state).await;
+pub async fn system_metrics(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let snapshot = crate::http::metrics::snapshot(&state, &state.tenant(&req)).await;
     Ok(HttpResponse::Ok().json(json!({
-        "nodeId": snapshot["mesh"]["nodeId"],
+        "nodeId": state.broker.mesh.snapshot()["nodeId"],
         "timestamp": super::iso(&Utc::now()),
         "metrics": snapshot,
     })))
 }
 
 /// `GET /api/v1/analytics/worker-metrics`: this process's live group actors (ring, wheel,
-/// lent candidates, parked pops per queue and group).
+/// lent candidates, parked pops per queue and group): the caller's tenant's, or every
+/// tenant's for the default tenant.
 #[instrument(skip_all)]
 #[utoipa::path(
     get,
@@ -213,8 +217,16 @@ pub async fn system_metrics(state: web::Data<AppState>) -> Result<HttpResponse, 
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
-pub async fn worker_metrics(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let groups = state.broker.registry.stats().await;
+pub async fn worker_metrics(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = state.tenant(&req);
+    let groups = state
+        .broker
+        .registry
+        .stats(crate::http::metrics::tenant_filter(&tenant))
+        .await;
     Ok(HttpResponse::Ok().json(json!({
         "nodeId": state.broker.mesh.snapshot()["nodeId"],
         "timestamp": super::iso(&Utc::now()),

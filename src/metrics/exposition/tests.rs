@@ -24,7 +24,7 @@ fn snapshot() -> Value {
 
 #[test]
 fn counters_and_gauges_are_typed_and_labelled_from_the_snapshot() {
-    let text = render(&snapshot(), None, true);
+    let text = render(&snapshot(), None, true, true);
 
     assert!(text.contains("# TYPE queen_pops_total counter\n"), "{text}");
     assert!(
@@ -53,7 +53,7 @@ fn counters_and_gauges_are_typed_and_labelled_from_the_snapshot() {
 fn the_latency_histograms_are_in_every_scrape() {
     latency().push.observe(0.002);
 
-    let text = render(&snapshot(), None, false);
+    let text = render(&snapshot(), None, false, true);
 
     assert!(
         text.contains("# TYPE queen_push_duration_seconds histogram\n"),
@@ -78,10 +78,10 @@ fn database_gauges_are_labelled_by_queue_and_group_and_escape_label_values() {
             throughput: 3,
         }],
         groups: json!([{"name": "billing", "queueName": "orders", "totalLag": 4, "maxTimeLag": 2.5}]),
-        dead_letters: 2,
+        dead_letters: vec![(String::new(), 2)],
     };
 
-    let text = render(&snapshot(), Some(&db), true);
+    let text = render(&snapshot(), Some(&db), true, true);
 
     assert!(
         text.contains("queen_queue_depth{queue=\"a\\\"b\"} 7\n"),
@@ -101,7 +101,7 @@ fn database_gauges_are_labelled_by_queue_and_group_and_escape_label_values() {
 
 #[test]
 fn a_snapshot_missing_a_number_leaves_that_family_out_and_keeps_the_rest() {
-    let text = render(&json!({"pool": {"inUse": 1}}), None, true);
+    let text = render(&json!({"pool": {"inUse": 1}}), None, true, true);
 
     assert!(text.contains("queen_pool_in_use 1\n"), "{text}");
     assert!(!text.contains("queen_pops_total"), "{text}");
@@ -119,7 +119,7 @@ fn the_sweepers_counters_per_queue_and_the_table_sizes_are_typed_and_labelled() 
         "tables": {"log_segments": 65536, "queues": 8192},
     });
 
-    let text = render(&s, None, true);
+    let text = render(&s, None, true, true);
 
     assert!(
         text.contains("queen_retention_runs_total{result=\"ran\"} 4\n"),
@@ -143,7 +143,52 @@ fn without_table_sizes_the_table_family_is_left_out() {
     let mut s = snapshot();
     s["retention"] = json!({"queues": [], "tables": null});
 
-    let text = render(&s, None, true);
+    let text = render(&s, None, true, true);
 
     assert!(!text.contains("queen_table_size_bytes"), "{text}");
+}
+
+/// A tenant's scrape (a snapshot without the node's counters, not node-wide) holds its
+/// queues' gauges and nothing that counts the whole node's traffic.
+#[test]
+fn a_tenant_scrape_has_its_queue_gauges_and_no_node_wide_families() {
+    let db = FromDatabase {
+        queues: vec![QueueMetrics {
+            tenant: "acme".into(),
+            queue: "orders".into(),
+            depth: 4,
+            lag_seconds: 1.5,
+            throughput: 9,
+        }],
+        groups: json!([{"name": "billing", "queueName": "orders", "tenant": "acme",
+                        "totalLag": 4, "maxTimeLag": 2.5}]),
+        dead_letters: vec![("acme".to_owned(), 1)],
+    };
+    let tenant_view = json!({"tenant": "acme", "groups": []});
+    let text = render(&tenant_view, Some(&db), true, false);
+    assert!(
+        text.contains(r#"queen_queue_depth{queue="orders",tenant="acme"} 4"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"queen_consumer_group_lag_messages{group="billing",queue="orders",tenant="acme"} 4"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"queen_dead_letters{tenant="acme"} 1"#),
+        "{text}"
+    );
+    for node_wide in [
+        "queen_pops_total",
+        "queen_sql_calls_total",
+        "queen_http_request_duration_seconds",
+        "queen_pool",
+    ] {
+        assert!(
+            !text.contains(node_wide),
+            "{node_wide} in a tenant scrape:\n{text}"
+        );
+    }
 }

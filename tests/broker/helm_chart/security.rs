@@ -70,6 +70,34 @@ fn helm_template_wires_jwt_settings_and_keys_from_the_chart_secret() {
     }
 }
 
+/// The tenant claim settings go with the JWT ones, and the limits per tenant are in the
+/// ConfigMap when set (a `0` limit, the default, is left out).
+#[test]
+fn helm_template_wires_the_tenant_claim_and_the_limits_per_tenant() {
+    let r = render::render(&[
+        ("auth.jwt.enabled", "true"),
+        ("auth.jwt.tenantClaim", "org"),
+        ("auth.jwt.requireTenant", "true"),
+        ("tenantLimits.maxQueues", "50"),
+        ("tenantLimits.maxPopTimeoutMs", "20000"),
+    ]);
+    assert_eq!(r.setting("QUEEN_JWT_TENANT_CLAIM"), "org");
+    assert_eq!(r.setting("QUEEN_JWT_REQUIRE_TENANT"), "true");
+    assert_eq!(r.setting("QUEEN_TENANT_MAX_QUEUES"), "50");
+    assert_eq!(r.setting("QUEEN_TENANT_MAX_POP_TIMEOUT_MS"), "20000");
+    let defaults = render::render(&[]);
+    for name in [
+        "QUEEN_JWT_REQUIRE_TENANT",
+        "QUEEN_TENANT_MAX_QUEUES",
+        "QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE",
+        "QUEEN_TENANT_MAX_CONSUMER_GROUPS",
+        "QUEEN_TENANT_MAX_POP_BATCH",
+        "QUEEN_TENANT_MAX_POP_TIMEOUT_MS",
+    ] {
+        assert_eq!(defaults.env(name), None, "{name}");
+    }
+}
+
 /// A Secret the user manages holds the keys under the configured key names.
 #[test]
 fn helm_template_reads_jwt_keys_from_an_existing_secret() {

@@ -16,6 +16,7 @@ mod kill_under_load;
 mod memory;
 mod races;
 mod spool_kill;
+mod tenants;
 mod wakes;
 
 use std::time::{Duration, Instant};

@@ -133,3 +133,32 @@ async fn pushes_after_push_maintenance_ends_never_overtake_the_spooled_ones() {
         assert_eq!(got, want, "partition p{p}");
     }
 }
+
+/// A spooled push that would create a queue over its tenant's limit is dropped at replay
+/// (counted in `replayRejected`), as its 403 would have been; the spooled pushes around it
+/// are stored, and the spool does not stall on it.
+#[actix_rt::test]
+async fn a_spooled_push_over_a_tenant_limit_is_dropped_at_replay_and_the_rest_is_stored() {
+    // Arrange
+    let b = TestBroker::start_with(&[("QUEEN_TENANT_MAX_QUEUES", "1")]).await;
+    switch(&b, json!({"push": true})).await;
+    for (queue, first) in [("kept", 0), ("over", 0), ("kept", 2)] {
+        let (status, body) = push(&b.http, &b.base, &items(queue, "p", first..first + 2)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert_all("buffered", &body);
+    }
+
+    // Act
+    switch(&b, json!({"push": false})).await;
+    wait_replayed(&b.http, &b.base, Duration::from_secs(30)).await;
+
+    // Assert
+    assert_eq!(spool_metric(&b.http, &b.base, "replayRejected").await, 2);
+    assert_eq!(
+        read_partition(&b.http, &b.base, "kept", "p").await,
+        [0, 1, 2, 3]
+    );
+    let (status, _) = b.get("/api/v1/resources/queues/over").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    b.stop().await;
+}

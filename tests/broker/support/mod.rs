@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod caller;
 pub mod drain;
 pub mod fixtures;
 pub mod load;

@@ -44,10 +44,17 @@ const Console = (() => {
     return new Promise((resolve) => {
       dialog.addEventListener("close", () => {
         sessionStorage.setItem(TOKEN_KEY, document.getElementById("token-input").value.trim());
+        tokenButton();
         resolve();
       }, { once: true });
       dialog.showModal();
     });
+  }
+
+  // The header's "Forget token" button: shown while this tab keeps a token (a token of the
+  // wrong tenant or role can then be replaced without closing the tab).
+  function tokenButton() {
+    document.getElementById("token-forget").hidden = !sessionStorage.getItem(TOKEN_KEY);
   }
 
   // ---- DOM helpers --------------------------------------------------------------------
@@ -128,10 +135,12 @@ const Console = (() => {
     }
     return out;
   }
+  // Through api(), so the bearer token goes with it: the scrape then shows the token's
+  // tenant's queues only (without it, an open metrics path shows the default tenant's view).
   async function queueGauges() {
-    const res = await fetch("/metrics/prometheus");
+    const text = await api("GET", "/metrics/prometheus");
     const gauges = {};
-    for (const s of parseProm(await res.text())) {
+    for (const s of parseProm(typeof text === "string" ? text : "")) {
       if (!s.labels.queue) continue;
       const g = (gauges[s.labels.queue] ||= {});
       if (s.name === "queen_queue_depth") g.depth = s.value;
@@ -214,6 +223,11 @@ const Console = (() => {
       go(a.getAttribute("href"));
     });
     window.addEventListener("popstate", show);
+    document.getElementById("token-forget").addEventListener("click", () => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      location.reload();
+    });
+    tokenButton();
     show();
     nodeBadge();
     timer = setInterval(() => {
