@@ -21,14 +21,9 @@ use super::super::{DbError, PgConn};
 /// first delivered message), `$5` its end, `$6` the commit need not wait for the WAL flush.
 /// One row (messages left beyond the new cursor, the synchronous_commit set) when it
 /// released the lease, none otherwise.
-const KNOWN_LEASE: &str = "
-UPDATE queen.log_consumers c SET
-    committed = c.batch_end,
-    worker_id = NULL, lease_expires_at = NULL, lease_acquired_at = NULL,
-    batch_end = NULL, acked_ahead = '{}',
-    total_consumed = c.total_consumed + (c.batch_end - c.committed),
-    last_consumed_at = now()
-FROM queen.log_partitions p
+const KNOWN_LEASE: &str = concat!(
+    release_whole_lease!(),
+    "FROM queen.log_partitions p
 WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1
   AND c.worker_id = $3
   AND c.lease_expires_at >= now()
@@ -38,7 +33,8 @@ WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1
 RETURNING greatest(p.last_offset - c.committed, 0),
           set_config('synchronous_commit',
                      CASE WHEN $6 THEN 'off' ELSE current_setting('synchronous_commit') END,
-                     true)";
+                     true)"
+);
 
 /// What a node's claim leased from one partition: the span `(floor, batch_end]` and the
 /// sorted, distinct transaction-id hashes of its messages (one per offset), as the

@@ -7,6 +7,21 @@ use tokio_postgres::{GenericClient, Statement};
 use super::{DbError, PgConn};
 use crate::segment::txn_hash;
 
+/// The start of both one-statement acks: the `UPDATE` that releases a whole lease, moving
+/// the cursor to its end and clearing it. One text, so the two cannot drift apart.
+macro_rules! release_whole_lease {
+    () => {
+        "
+UPDATE queen.log_consumers c SET
+    committed = c.batch_end,
+    worker_id = NULL, lease_expires_at = NULL, lease_acquired_at = NULL,
+    batch_end = NULL, acked_ahead = '{}',
+    total_consumed = c.total_consumed + (c.batch_end - c.committed),
+    last_consumed_at = now()
+"
+    };
+}
+
 pub mod leased_span;
 pub mod whole_lease;
 

@@ -23,14 +23,9 @@ use super::super::{DbError, PgConn};
 /// tenant (a condition on the queue row the statement joins anyway). Returns one row
 /// (queue, partition, messages left beyond the new cursor, the synchronous_commit set)
 /// when it applied the ack, none otherwise.
-const WHOLE_LEASE: &str = "
-UPDATE queen.log_consumers c SET
-    committed = c.batch_end,
-    worker_id = NULL, lease_expires_at = NULL, lease_acquired_at = NULL,
-    batch_end = NULL, acked_ahead = '{}',
-    total_consumed = c.total_consumed + (c.batch_end - c.committed),
-    last_consumed_at = now()
-FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+const WHOLE_LEASE: &str = concat!(
+    release_whole_lease!(),
+    "FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
 WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1 AND q.tenant = $6
   AND c.worker_id IS NOT NULL AND ($3::text IS NULL OR c.worker_id = $3)
   AND c.lease_expires_at >= now()
@@ -56,7 +51,8 @@ WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1 AND q.tenant =
 RETURNING q.name, p.name, greatest(p.last_offset - c.committed, 0),
           set_config('synchronous_commit',
                      CASE WHEN $5 THEN 'off' ELSE current_setting('synchronous_commit') END,
-                     true)";
+                     true)"
+);
 
 /// What a whole-lease ack tells the caller when it applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
