@@ -122,8 +122,6 @@ pub struct SingleClaim {
     pub pending_after: i64,
     /// When the lease ends (`None` with auto-ack).
     pub lease_until: Option<DateTime<Utc>>,
-    /// How long the lease lasts (`None` with auto-ack).
-    pub lease_for: Option<std::time::Duration>,
     /// The delivered messages' transaction-id hashes in offset order; `None` when a
     /// segment was stored without them.
     pub hashes: Option<Vec<i64>>,
@@ -178,8 +176,6 @@ fn claimed(rows: &[Row], auto_ack: bool) -> Option<SingleClaim> {
         slices: rows.iter().map(|row| slice(row, 0)).collect(),
         pending_after,
         lease_until: (!auto_ack).then(|| Utc::now() + Duration::seconds(i64::from(lease_seconds))),
-        lease_for: (!auto_ack)
-            .then(|| std::time::Duration::from_secs(u64::try_from(lease_seconds).unwrap_or(0))),
         hashes,
     })
 }

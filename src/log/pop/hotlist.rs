@@ -51,11 +51,11 @@ async fn claim_lent(
     let params = pop.params();
     if let (1, Some(&first)) = (params.partitions, ids.first()) {
         Metrics::bump(&pop.broker.metrics.sql_single);
-        if let Some(claim) =
+        if let Some(mut claim) =
             try_single_claim(conn, queue.as_str(), &params, first, skip_window).await?
         {
             loan.check_in(verdicts(&single_claim_verdicts(&ids, &claim)));
-            book(pop, first, &claim);
+            book(pop, first, &mut claim);
             return Ok(claim.slices);
         }
     }
@@ -67,16 +67,19 @@ async fn claim_lent(
 
 /// Books what a leased single claim took in the node's lease book, so the ack of this pop
 /// through this node can skip re-reading it (see `log::ack::lease_book`).
-fn book(pop: &Pop<'_>, partition_id: i64, claim: &SingleClaim) {
+fn book(pop: &Pop<'_>, partition_id: i64, claim: &mut SingleClaim) {
+    let lease_for = claim
+        .lease_until
+        .and_then(|until| (until - Utc::now()).to_std().ok());
     let (Some(hashes), Some(lease_for), Some(first)) =
-        (&claim.hashes, claim.lease_for, claim.slices.first())
+        (claim.hashes.take(), lease_for, claim.slices.first())
     else {
         return;
     };
     let Some(span) = LeasedSpan::of(
         first.claim_start - 1,
         first.claim_end,
-        hashes.clone(),
+        hashes,
         &first.queue,
         &first.partition,
     ) else {
