@@ -66,7 +66,7 @@ impl<'c> DataTransaction<'c> {
         partition_id: i64,
         group: &str,
         lease: &str,
-        items: &[AckItem],
+        items: &[AckItem<'_>],
     ) -> Result<AckAnswer, DbError> {
         // The bundle's pushes must be durable when answered: its acks wait with them.
         let target = AckTarget {

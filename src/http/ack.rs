@@ -1,10 +1,12 @@
 //! `POST /api/v1/ack` and `POST /api/v1/ack/batch`: HTTP 200 with one verdict per ack, even
 //! when refused; 400 only for a malformed request.
 
+use std::borrow::Cow;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
-use serde_json::Value;
 
+use super::json_field::JsonField;
 use super::{parse_json, read_body, ApiError, AppState};
 use crate::domain::ConsumerGroup;
 use crate::log::ack::{ack, Ack};
@@ -12,20 +14,28 @@ use crate::log::ack::{ack, Ack};
 /// One ack as sent, before validation (also a transaction's ack operation).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct RawAck {
-    transaction_id: Option<Value>,
-    partition_id: Option<Value>,
-    status: Option<Value>,
-    error: Option<Value>,
-    pub(super) consumer_group: Option<Value>,
-    lease_id: Option<Value>,
+pub(super) struct RawAck<'a> {
+    #[serde(borrow)]
+    transaction_id: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    partition_id: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    status: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    error: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    pub(super) consumer_group: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    lease_id: Option<JsonField<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawBatch {
-    acknowledgments: Option<Vec<RawAck>>,
-    consumer_group: Option<Value>,
+struct RawBatch<'a> {
+    #[serde(borrow)]
+    acknowledgments: Option<Vec<RawAck<'a>>>,
+    #[serde(borrow)]
+    consumer_group: Option<JsonField<'a>>,
 }
 
 /// `POST /api/v1/ack`: one message.
@@ -48,7 +58,7 @@ pub async fn ack_one(
     let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
     let raw: RawAck = parse_json(&body)?;
     let group = group_of(raw.consumer_group.as_ref())?;
-    let item = validate(raw, "")?;
+    let item = validate(raw, String::new)?;
     answer(&state, &req, &group, vec![item]).await
 }
 
@@ -78,7 +88,7 @@ pub async fn ack_batch(
     let items = entries
         .into_iter()
         .enumerate()
-        .map(|(i, a)| validate(a, &format!("acknowledgments[{i}].")))
+        .map(|(i, a)| validate(a, || format!("acknowledgments[{i}].")))
         .collect::<Result<Vec<_>, _>>()?;
     answer(&state, &req, &group, items).await
 }
@@ -97,7 +107,7 @@ async fn answer(
         .map(|(index, (item, v))| AckAnswer {
             index,
             transaction_id: &item.transaction_id,
-            partition_id: item.partition_id.to_string(),
+            partition_id: item.partition_id,
             success: v.success,
             error: v.error,
             lease_released: v.lease_released,
@@ -114,7 +124,8 @@ async fn answer(
 struct AckAnswer<'a> {
     index: usize,
     transaction_id: &'a str,
-    partition_id: String,
+    #[serde(serialize_with = "super::json_field::id_as_text")]
+    partition_id: i64,
     success: bool,
     error: Option<String>,
     lease_released: bool,
@@ -122,10 +133,10 @@ struct AckAnswer<'a> {
 }
 
 /// The consumer group of a request: absent or null is queue mode.
-pub(super) fn group_of(value: Option<&Value>) -> Result<ConsumerGroup, ApiError> {
+pub(super) fn group_of(value: Option<&JsonField<'_>>) -> Result<ConsumerGroup, ApiError> {
     match value {
-        None | Some(Value::Null) => Ok(ConsumerGroup::queue_mode()),
-        Some(Value::String(s)) => {
+        None => Ok(ConsumerGroup::queue_mode()),
+        Some(JsonField::Text(s)) => {
             ConsumerGroup::parse(Some(s)).map_err(|e| ApiError::bad_request(e.to_string()))
         }
         Some(_) => Err(ApiError::bad_request(
@@ -134,29 +145,26 @@ pub(super) fn group_of(value: Option<&Value>) -> Result<ConsumerGroup, ApiError>
     }
 }
 
-/// Validates one ack; errors name `<prefix><field>`.
-pub(super) fn validate(raw: RawAck, prefix: &str) -> Result<Ack, ApiError> {
-    let text = |name: &str, v: Option<Value>| -> Result<Option<String>, ApiError> {
-        match v {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(ApiError::bad_request(format!(
-                "{prefix}{name} must be a string"
-            ))),
-        }
+/// Validates one ack; errors name `<prefix><field>`, the prefix made only for an error.
+pub(super) fn validate(raw: RawAck<'_>, prefix: impl Fn() -> String) -> Result<Ack, ApiError> {
+    let text = |name: &str, v: Option<JsonField<'_>>| -> Result<Option<String>, ApiError> {
+        JsonField::text(v)
+            .map(|t| t.map(Cow::into_owned))
+            .map_err(|_| ApiError::bad_request(format!("{}{name} must be a string", prefix())))
     };
     let transaction_id = text("transactionId", raw.transaction_id)?
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::bad_request(format!("{prefix}transactionId is required")))?;
+        .ok_or_else(|| ApiError::bad_request(format!("{}transactionId is required", prefix())))?;
     let partition_id = match raw.partition_id {
-        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
-        Some(Value::Number(n)) => n.as_i64(),
+        Some(JsonField::Text(s)) => s.trim().parse::<i64>().ok(),
+        Some(JsonField::Number(n)) => n.as_i64(),
         _ => None,
     }
     .filter(|id| *id > 0)
     .ok_or_else(|| {
         ApiError::bad_request(format!(
-            "{prefix}partitionId is required: the partition id a pop answered (a positive integer)"
+            "{}partitionId is required: the partition id a pop answered (a positive integer)",
+            prefix()
         ))
     })?;
     let status = text("status", raw.status)?.unwrap_or_else(|| "completed".to_owned());

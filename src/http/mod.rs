@@ -15,6 +15,7 @@ pub mod configure;
 pub mod console;
 pub mod error;
 pub mod health;
+pub mod json_field;
 pub mod lease;
 pub mod metrics;
 pub mod openapi;
@@ -90,31 +91,39 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     )
     .service(
         web::resource("/api/v1/push")
+            .app_data(timing::Route("/api/v1/push"))
             .route(web::post().to(push::push))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/pop")
+            .app_data(timing::Route("/api/v1/pop"))
             .route(web::get().to(pop::pop_discover))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/pop/queue/{queue}")
+            .app_data(timing::Route("/api/v1/pop/queue/{queue}"))
             .route(web::get().to(pop::pop_queue))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/pop/queue/{queue}/partition/{partition}")
+            .app_data(timing::Route(
+                "/api/v1/pop/queue/{queue}/partition/{partition}",
+            ))
             .route(web::get().to(pop::pop_partition))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/ack")
+            .app_data(timing::Route("/api/v1/ack"))
             .route(web::post().to(ack::ack_one))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/ack/batch")
+            .app_data(timing::Route("/api/v1/ack/batch"))
             .route(web::post().to(ack::ack_batch))
             .default_service(web::to(method_not_allowed)),
     )
@@ -188,7 +197,7 @@ pub async fn read_body(mut payload: web::Payload, limit: usize) -> Result<Bytes,
 }
 
 /// Parses a JSON body, answering 400 with serde's description of what is wrong.
-pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub fn parse_json<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad_request("request body must be a JSON object"));
     }

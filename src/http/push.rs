@@ -2,16 +2,19 @@
 //! magic, not the content type), store all or nothing, answer one object per item in
 //! request order (or, with `QPB1` flag 2, the totals).
 
+use std::borrow::Cow;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::json;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::binary::qpb1;
+use super::json_field::JsonField;
 use super::{read_body, ApiError, AppState};
-use crate::domain::{PartitionName, PushLimits, PushTally, QueueName};
+use crate::domain::{NameError, PartitionName, PushLimits, PushTally, QueueName};
 use crate::log::push::{PushItem, PushOutcome, PushStatus};
 use crate::spool::intake::{self, Accepted};
 
@@ -21,12 +24,17 @@ const MAX_TRANSACTION_ID_BYTES: usize = 65_535;
 /// One pushed item as sent, before validation (also the items of a transaction's push).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct RawItem {
-    queue: Option<Value>,
-    partition: Option<Value>,
-    payload: Option<Box<RawValue>>,
-    transaction_id: Option<Value>,
-    trace_id: Option<Value>,
+pub(super) struct RawItem<'a> {
+    #[serde(borrow)]
+    queue: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    partition: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    payload: Option<&'a RawValue>,
+    #[serde(borrow)]
+    transaction_id: Option<JsonField<'a>>,
+    #[serde(borrow)]
+    trace_id: Option<JsonField<'a>>,
 }
 
 /// The handler.
@@ -134,12 +142,18 @@ pub fn decode_json(body: &[u8], caps: PushLimits) -> Result<Vec<PushItem>, ApiEr
         .and_then(|raw| de.end().map(|()| raw))
         .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
     let mut tally = PushTally::new(caps);
-    let mut items = Vec::with_capacity(raw.len());
+    let mut names = LastNames::default();
+    let mut items: Vec<PushItem> = Vec::with_capacity(raw.len());
     for (i, raw) in raw.into_iter().enumerate() {
-        let item = validate(i, raw)?;
-        tally
-            .partition(&item.queue, &item.partition)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let item = validate(i, raw, &mut names)?;
+        let counted = items
+            .last()
+            .is_some_and(|last| last.queue == item.queue && last.partition == item.partition);
+        if !counted {
+            tally
+                .partition(&item.queue, &item.partition)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        }
         items.push(item);
     }
     Ok(items)
@@ -149,7 +163,7 @@ pub fn decode_json(body: &[u8], caps: PushLimits) -> Result<Vec<PushItem>, ApiEr
 struct BodySeed(usize);
 
 impl<'de> DeserializeSeed<'de> for BodySeed {
-    type Value = Vec<RawItem>;
+    type Value = Vec<RawItem<'de>>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
@@ -157,7 +171,7 @@ impl<'de> DeserializeSeed<'de> for BodySeed {
 }
 
 impl<'de> Visitor<'de> for BodySeed {
-    type Value = Vec<RawItem>;
+    type Value = Vec<RawItem<'de>>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an object with an items array")
@@ -183,7 +197,7 @@ impl<'de> Visitor<'de> for BodySeed {
 struct ItemsSeed(usize);
 
 impl<'de> DeserializeSeed<'de> for ItemsSeed {
-    type Value = Vec<RawItem>;
+    type Value = Vec<RawItem<'de>>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_seq(self)
@@ -191,7 +205,7 @@ impl<'de> DeserializeSeed<'de> for ItemsSeed {
 }
 
 impl<'de> Visitor<'de> for ItemsSeed {
-    type Value = Vec<RawItem>;
+    type Value = Vec<RawItem<'de>>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an array of push items")
@@ -221,7 +235,7 @@ fn answer(outcomes: &[PushOutcome]) -> Vec<PushAnswer<'_>> {
             status: o.status.wire(),
             transaction_id: &o.transaction_id,
             message_id: o.message_id,
-            partition_id: o.partition_id.to_string(),
+            partition_id: o.partition_id,
             offset: o.offset,
             error: o.status.error(),
         })
@@ -263,31 +277,65 @@ pub(super) struct PushAnswer<'a> {
     status: &'static str,
     transaction_id: &'a str,
     message_id: Uuid,
-    partition_id: String,
+    #[serde(serialize_with = "super::json_field::id_as_text")]
+    partition_id: i64,
     offset: i64,
     error: Option<String>,
 }
 
-/// Validates item `index` into a [`PushItem`]; errors name `items[index].<field>`.
-pub(super) fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError> {
-    let field = |name: &str| format!("items[{index}].{name}");
-    let text = |name: &str, value: Option<Value>| -> Result<Option<String>, ApiError> {
-        match value {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(_) => Err(ApiError::bad_request(format!(
-                "{} must be a string",
-                field(name)
-            ))),
+/// The queue and partition names of the item validated last: the items of a request
+/// mostly share them, and a repeat costs a comparison instead of a check and a copy.
+#[derive(Default)]
+pub(super) struct LastNames {
+    queue: Option<QueueName>,
+    partition: Option<PartitionName>,
+}
+
+impl LastNames {
+    fn queue(&mut self, text: &str) -> Result<QueueName, NameError> {
+        match &self.queue {
+            Some(q) if q.as_str() == text => Ok(q.clone()),
+            _ => {
+                let q = QueueName::parse(text)?;
+                self.queue = Some(q.clone());
+                Ok(q)
+            }
         }
-    };
+    }
+
+    fn partition(&mut self, text: &str) -> Result<PartitionName, NameError> {
+        match &self.partition {
+            Some(p) if p.as_str() == text => Ok(p.clone()),
+            _ => {
+                let p = PartitionName::parse(text)?;
+                self.partition = Some(p.clone());
+                Ok(p)
+            }
+        }
+    }
+}
+
+/// Validates item `index` into a [`PushItem`]; errors name `items[index].<field>`.
+pub(super) fn validate<'a>(
+    index: usize,
+    raw: RawItem<'a>,
+    names: &mut LastNames,
+) -> Result<PushItem, ApiError> {
+    let field = |name: &str| format!("items[{index}].{name}");
+    let text =
+        |name: &str, value: Option<JsonField<'a>>| -> Result<Option<Cow<'a, str>>, ApiError> {
+            JsonField::text(value)
+                .map_err(|_| ApiError::bad_request(format!("{} must be a string", field(name))))
+        };
     let queue = text("queue", raw.queue)?
         .ok_or_else(|| ApiError::bad_request(format!("{} is required", field("queue"))))?;
-    let queue = QueueName::parse(queue)
+    let queue = names
+        .queue(&queue)
         .map_err(|e| ApiError::bad_request(format!("{}: {e}", field("queue"))))?;
     let partition = match text("partition", raw.partition)? {
         None => PartitionName::default_partition(),
-        Some(p) => PartitionName::parse(p)
+        Some(p) => names
+            .partition(&p)
             .map_err(|e| ApiError::bad_request(format!("{}: {e}", field("partition"))))?,
     };
     let transaction_id = text("transactionId", raw.transaction_id)?.filter(|t| !t.is_empty());
@@ -314,7 +362,7 @@ pub(super) fn validate(index: usize, raw: RawItem) -> Result<PushItem, ApiError>
         queue,
         partition,
         payload,
-        transaction_id,
+        transaction_id: transaction_id.map(Cow::into_owned),
         trace_id,
         producer: None,
     })

@@ -4,6 +4,7 @@
 //!
 //! It wraps the whole app, so no handler has to time itself.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
@@ -12,6 +13,12 @@ use actix_web::middleware::Next;
 use actix_web::Error;
 
 use crate::metrics::latency::latency;
+
+/// A route's pattern, given to the data-path resources as their app data: asking actix for
+/// the matched pattern walks the route table again and runs a regex per templated route on
+/// the way (about 2 % of the broker's CPU in a profile of pop+ack).
+#[derive(Debug, Clone, Copy)]
+pub struct Route(pub &'static str);
 
 /// The middleware function (`actix_web::middleware::from_fn(observe)`).
 pub async fn observe(
@@ -22,8 +29,12 @@ pub async fn observe(
     let method = req.method().as_str().to_owned();
     let answer = next.call(req).await?;
     let elapsed = started.elapsed().as_secs_f64();
-    let Some(route) = answer.request().match_pattern() else {
-        return Ok(answer); // no route matched: a 404 not worth a label of its own
+    let route = match answer.request().app_data::<Route>() {
+        Some(Route(pattern)) => Cow::Borrowed(*pattern),
+        None => match answer.request().match_pattern() {
+            Some(pattern) => Cow::Owned(pattern),
+            None => return Ok(answer), // no route matched: a 404 not worth a label of its own
+        },
     };
     let metrics = latency();
     match family(&route) {
@@ -34,7 +45,7 @@ pub async fn observe(
     }
     metrics
         .http
-        .with_label_values(&[route.as_str(), method.as_str()])
+        .with_label_values(&[route.as_ref(), method.as_str()])
         .observe(elapsed);
     Ok(answer)
 }
@@ -59,6 +70,34 @@ fn family(route: &str) -> Option<Family> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::route_table::TABLES;
+
+    #[test]
+    fn every_route_label_is_its_own_resource_pattern() {
+        let mut labelled = 0;
+        for (file, source) in TABLES {
+            for block in source.split("web::resource(").skip(1) {
+                let Some((_, after)) = block.split_once(".app_data(timing::Route(") else {
+                    continue;
+                };
+                let head = block.split(')').next().unwrap_or_default();
+                let label = after.split(')').next().unwrap_or_default();
+                assert_eq!(
+                    head, label,
+                    "{file}: a resource labelled with another pattern"
+                );
+                assert!(
+                    !block.contains("web::resource([") && label.starts_with('"'),
+                    "{file}: {head}"
+                );
+                labelled += 1;
+            }
+        }
+        assert_eq!(
+            labelled, 6,
+            "push, the three pop routes and both ack routes"
+        );
+    }
 
     #[test]
     fn pop_routes_push_and_both_ack_routes_have_their_own_family() {

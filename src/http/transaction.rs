@@ -31,8 +31,9 @@ struct RawKind {
 }
 
 #[derive(Deserialize)]
-struct RawPush {
-    items: Option<Vec<RawItem>>,
+struct RawPush<'a> {
+    #[serde(borrow)]
+    items: Option<Vec<RawItem<'a>>>,
 }
 
 /// The handler.
@@ -197,6 +198,7 @@ fn operation(i: usize, op: &RawValue) -> Result<Operation, ApiError> {
         serde_json::from_str(op.get()).map_err(|_| at(" must be an object".to_owned()))?;
     match kind.kind {
         Some(Value::String(k)) if k == "push" => {
+            let mut names = push::LastNames::default();
             let raw: RawPush =
                 serde_json::from_str(op.get()).map_err(|e| at(format!(".items: {e}")))?;
             let items = raw
@@ -204,7 +206,7 @@ fn operation(i: usize, op: &RawValue) -> Result<Operation, ApiError> {
                 .ok_or_else(|| at(".items is required".to_owned()))?
                 .into_iter()
                 .enumerate()
-                .map(|(k, item)| push::validate(k, item))
+                .map(|(k, item)| push::validate(k, item, &mut names))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| prefixed(e, &format!("operations[{i}].")))?;
             Ok(Operation::Push(items))
@@ -213,7 +215,7 @@ fn operation(i: usize, op: &RawValue) -> Result<Operation, ApiError> {
             let raw: RawAck = serde_json::from_str(op.get()).map_err(|e| at(format!(": {e}")))?;
             let group = ack::group_of(raw.consumer_group.as_ref())
                 .map_err(|e| prefixed(e, &format!("operations[{i}].")))?;
-            let ack = ack::validate(raw, &format!("operations[{i}]."))?;
+            let ack = ack::validate(raw, || format!("operations[{i}]."))?;
             Ok(Operation::Ack(BundleAck { group, ack }))
         }
         _ => Err(at(".type must be \"push\" or \"ack\"".to_owned())),

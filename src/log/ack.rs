@@ -159,14 +159,14 @@ fn by_partition_and_lease(acks: &[Ack]) -> BTreeMap<(i64, &str), Vec<usize>> {
     groups
 }
 
-fn items_of(acks: &[Ack], indices: &[usize]) -> Vec<AckItem> {
+fn items_of<'a>(acks: &'a [Ack], indices: &[usize]) -> Vec<AckItem<'a>> {
     indices
         .iter()
         .map(|&i| AckItem {
-            transaction_id: acks[i].transaction_id.clone(),
+            transaction_id: &acks[i].transaction_id,
             offset: None,
-            status: acks[i].status.clone(),
-            error: acks[i].error.clone(),
+            status: &acks[i].status,
+            error: acks[i].error.as_deref(),
         })
         .collect()
 }

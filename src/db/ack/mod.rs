@@ -56,15 +56,15 @@ pub enum AckDurability {
 
 /// One acknowledgement for a message of the partition.
 #[derive(Debug, Clone)]
-pub struct AckItem {
+pub struct AckItem<'a> {
     /// The message's transaction id.
-    pub transaction_id: String,
+    pub transaction_id: &'a str,
     /// Its offset when the broker knows it; otherwise SQL finds it by transaction id.
     pub offset: Option<i64>,
     /// `completed`, `failed`, `retry` or `dlq` (SQL refuses others per item).
-    pub status: String,
+    pub status: &'a str,
     /// Failure text of a nack.
-    pub error: Option<String>,
+    pub error: Option<&'a str>,
 }
 
 /// What happened to one item.
@@ -127,7 +127,7 @@ pub async fn ack_partition(
     conn: &mut PgConn,
     target: &AckTarget<'_>,
     known: Option<&LeasedSpan>,
-    items: &[AckItem],
+    items: &[AckItem<'_>],
 ) -> Result<AckAnswer, DbError> {
     let st = statements(conn).await?;
     let answer = ack_known(conn.client(), &st, target, known, items).await;
@@ -151,7 +151,7 @@ pub async fn ack_in(
     client: &impl GenericClient,
     st: &AckStatements,
     target: &AckTarget<'_>,
-    items: &[AckItem],
+    items: &[AckItem<'_>],
 ) -> Result<AckAnswer, DbError> {
     ack_known(client, st, target, None, items).await
 }
@@ -163,7 +163,7 @@ async fn ack_known(
     st: &AckStatements,
     target: &AckTarget<'_>,
     known: Option<&LeasedSpan>,
-    items: &[AckItem],
+    items: &[AckItem<'_>],
 ) -> Result<AckAnswer, DbError> {
     let AckTarget {
         tenant,
@@ -173,9 +173,9 @@ async fn ack_known(
         durability,
     } = *target;
     let relaxed = durability == AckDurability::Relaxed;
-    let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id.as_str()).collect();
+    let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id).collect();
     let hashes: Vec<i64> = txn_ids.iter().map(|t| txn_hash(t)).collect();
-    let statuses: Vec<&str> = items.iter().map(|i| i.status.as_str()).collect();
+    let statuses: Vec<&str> = items.iter().map(|i| i.status).collect();
     let lease = (!lease.is_empty()).then_some(lease);
     if let Some(sorted) = whole_lease::eligible(&statuses, &hashes) {
         if let (Some(span), Some(lease)) = (known, lease) {
@@ -275,13 +275,13 @@ async fn log_ack_v2(
     client: &impl GenericClient,
     st: &Statement,
     target: &AckTarget<'_>,
-    items: &[AckItem],
+    items: &[AckItem<'_>],
     keys: &ItemKeys<'_>,
 ) -> Result<Vec<AckVerdict>, DbError> {
     let lease = (!target.lease.is_empty()).then_some(target.lease);
     let relaxed = target.durability == AckDurability::Relaxed;
     let offsets: Vec<Option<i64>> = items.iter().map(|i| i.offset).collect();
-    let errors: Vec<Option<&str>> = items.iter().map(|i| i.error.as_deref()).collect();
+    let errors: Vec<Option<&str>> = items.iter().map(|i| i.error).collect();
     let rows = client
         .query(
             st,

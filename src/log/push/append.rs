@@ -7,6 +7,7 @@
 //! partition lock the transaction now holds.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -185,19 +186,45 @@ pub(super) async fn append_alone<'a>(
 /// Dedup within the batch: the first occurrence of each transaction id is pending, later
 /// repeats point at it.
 fn split_repeats(req: &Request<'_>, refs: &[Ref]) -> (Vec<Ref>, Vec<(Ref, Ref)>) {
-    let mut first_of: HashMap<&str, Ref> = HashMap::new();
+    let mut first_of: HashMap<TxnKey<'_>, Ref> = HashMap::with_capacity(refs.len());
     let mut repeats: Vec<(Ref, Ref)> = Vec::new();
-    let mut pending: Vec<Ref> = Vec::new();
+    let mut pending: Vec<Ref> = Vec::with_capacity(refs.len());
     for &r in refs {
-        match first_of.get(req.txn(r)) {
-            Some(&first) => repeats.push((r, first)),
-            None => {
-                first_of.insert(req.txn(r), r);
+        let key = TxnKey {
+            hash: req.hash(r),
+            text: req.txn(r),
+        };
+        match first_of.entry(key) {
+            Entry::Occupied(first) => repeats.push((r, *first.get())),
+            Entry::Vacant(slot) => {
+                slot.insert(r);
                 pending.push(r);
             }
         }
     }
     (pending, repeats)
+}
+
+/// A transaction id, hashed by the hash the request computed for it already (eight bytes
+/// to hash instead of the id's text) and compared by its text, so a collision of hashes
+/// never makes two ids one.
+struct TxnKey<'a> {
+    hash: i64,
+    text: &'a str,
+}
+
+impl PartialEq for TxnKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for TxnKey<'_> {}
+
+impl std::hash::Hash for TxnKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_i64(self.hash);
+    }
 }
 
 /// Answers each repeat as its first occurrence was answered: `duplicate`, or refused for
