@@ -28,6 +28,12 @@ mod verify;
 mod wire;
 mod workload;
 
+/// mimalloc, as the broker has: the tool shares the machine's cores with what it measures,
+/// and glibc's malloc and free were about a sixth of its CPU in a profile of pop+ack (its
+/// JSON parsing of the broker's answers); both systems' clients get the same allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use clap::Parser;
