@@ -49,6 +49,11 @@ pub struct GroupActor {
     deferral: Option<Deferral>,
     next_reseed: Instant,
     reseeding: bool,
+    /// The last reseed was cut at its limit and put partitions in the ring: when the ring
+    /// runs dry, reseed at once instead of at `next_reseed` (a queue with more pending
+    /// partitions than one reseed takes would otherwise stall its pops for up to
+    /// `reseed_every` each time a reseed's worth is consumed).
+    reseed_more: bool,
     pending: HashMap<i64, i64>,
     window_until: HashMap<i64, Instant>,
     hints: Vec<PartitionRef>,
@@ -80,6 +85,7 @@ impl GroupActor {
             deferral: None,
             next_reseed: Instant::now(),
             reseeding: false,
+            reseed_more: false,
             pending: HashMap::new(),
             window_until: HashMap::new(),
             hints: Vec::new(),
@@ -162,7 +168,7 @@ impl Handler<PlanPop> for GroupActor {
         // reseed is long overdue; an unknown deferral config always reseeds first.
         let now = Instant::now();
         let reseed_due = self.deferral.is_none()
-            || (now >= self.next_reseed && self.ring.is_empty())
+            || ((now >= self.next_reseed || self.reseed_more) && self.ring.is_empty())
             || now >= self.next_reseed + 2 * self.reseed_every;
         if reseed_due && !self.reseeding {
             // The ticket travels in the reply: whoever drops it unfinished (the pop, or
@@ -244,6 +250,7 @@ impl Handler<Reseeded> for GroupActor {
         self.deferral = Some(result.deferral);
         self.next_reseed = Instant::now() + self.reseed_every;
         let now = Instant::now();
+        let ring_before = self.ring.len();
         for found in result.pending {
             let p = found.partition;
             if let Some(until) = found.window_until.filter(|t| *t > now) {
@@ -259,6 +266,9 @@ impl Handler<Reseeded> for GroupActor {
                 _ => self.offer(p),
             }
         }
+        // Only a reseed that gave the ring something may be followed at once: one whose
+        // partitions were all leased would find the same ones again.
+        self.reseed_more = result.truncated && self.ring.len() > ring_before;
         if !self.ring.is_empty() || !self.registered {
             self.wake(WakeSource::Wheel);
         }

@@ -115,6 +115,9 @@ pub struct ReseedResult {
     pub deferral: Deferral,
     /// Partitions that may hold messages.
     pub pending: Vec<PendingRef>,
+    /// The reseed found as many partitions as it asks for at most: more may be pending
+    /// beyond them, so the ring is worth reseeding as soon as it runs dry.
+    pub truncated: bool,
 }
 
 /// A partition the reseed found, with what holds it back.

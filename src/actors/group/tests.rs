@@ -84,6 +84,7 @@ async fn a_dropped_candidates_plan_returns_its_partitions_to_the_ring() {
         registered: true,
         deferral: Deferral::default(),
         pending: vec![found(1), found(2)],
+        truncated: false,
     });
     let ready = actor.send(Stats).await.expect("the actor is alive");
     assert_eq!((ready.ring, ready.lent), (2, 0), "{ready:?}");
@@ -94,4 +95,67 @@ async fn a_dropped_candidates_plan_returns_its_partitions_to_the_ring() {
     // Assert
     let stats = actor.send(Stats).await.expect("the actor is alive");
     assert_eq!((stats.ring, stats.lent), (2, 0), "{stats:?}");
+}
+
+/// Reseeds `found` partitions (`truncated`: the reseed hit its limit), then lends every
+/// one to a pop that claims it under a lease, so the ring is dry again; answers the plan
+/// the next pop gets.
+async fn plan_after_consuming_a_reseed(truncated: bool) -> PopPlan {
+    let registry = registry();
+    let actor = registry.group(&key());
+    let found = |id: i64| PendingRef {
+        partition: PartitionRef {
+            id,
+            name: format!("p{id}").into(),
+        },
+        lease_until: None,
+        window_until: None,
+    };
+    let PopPlan::Reseed(ticket) = actor.send(plan_pop()).await.expect("the actor is alive") else {
+        panic!("a fresh actor plans a reseed first");
+    };
+    ticket.finish(ReseedResult {
+        registered: true,
+        deferral: Deferral::default(),
+        pending: vec![found(1), found(2)],
+        truncated,
+    });
+    let PopPlan::Candidates { loan, .. } = actor.send(plan_pop()).await.expect("alive") else {
+        panic!("the reseeded ring lends its partitions");
+    };
+    let lease_until = Some(Instant::now() + Duration::from_secs(60));
+    let verdicts = loan
+        .partitions()
+        .iter()
+        .map(|p| {
+            let claimed = Verdict::Claimed {
+                lease_until,
+                pending_after: 0,
+            };
+            (p.id, claimed)
+        })
+        .collect();
+    loan.check_in(verdicts);
+    let dry = actor.send(Stats).await.expect("the actor is alive");
+    assert_eq!((dry.ring, dry.lent), (0, 0), "{dry:?}");
+    actor.send(plan_pop()).await.expect("the actor is alive")
+}
+
+/// A reseed cut at its limit means more partitions may be pending: once the ring runs dry
+/// the next pop reseeds at once instead of waiting for the next periodic reseed (the
+/// 10,000-partition benchmark's drain stood still for seconds each time 4,096 partitions
+/// were consumed).
+#[actix_rt::test]
+async fn a_ring_from_a_truncated_reseed_is_reseeded_as_soon_as_it_runs_dry() {
+    let plan = plan_after_consuming_a_reseed(true).await;
+
+    assert!(matches!(plan, PopPlan::Reseed(_)), "{plan:?}");
+}
+
+/// A reseed that found everything pending leaves a dry ring to the periodic reseed.
+#[actix_rt::test]
+async fn a_ring_from_a_complete_reseed_waits_for_the_periodic_reseed() {
+    let plan = plan_after_consuming_a_reseed(false).await;
+
+    assert!(matches!(plan, PopPlan::Empty { .. }), "{plan:?}");
 }

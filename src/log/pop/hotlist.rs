@@ -144,6 +144,7 @@ pub(super) async fn reseed(
         MIN_POP_WAIT_IN_USE.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let secs = |s: i32| Duration::from_secs(u64::try_from(s).unwrap_or(0));
+    let truncated = found.partitions.len() >= RESEED_LIMIT as usize;
     ticket.finish(ReseedResult {
         registered: found.registered,
         deferral: Deferral {
@@ -163,6 +164,7 @@ pub(super) async fn reseed(
                 window_until: p.window_ends_at.map(instant),
             })
             .collect(),
+        truncated,
     });
     Ok(())
 }
