@@ -156,6 +156,17 @@ mod tests {
     }
 
     #[test]
+    fn a_deeply_nested_value_is_skipped_without_exhausting_the_stack() {
+        // serde_json skips what JsonField does not keep without recursing, so a hostile
+        // nesting costs no stack; the handler then refuses the field's type.
+        for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+            let json = format!("{{\"f\":{}1{}}}", open.repeat(100_000), close.repeat(100_000));
+            let parsed = serde_json::from_str::<Body<'_>>(&json).map(|b| b.f);
+            assert!(matches!(parsed, Ok(Some(JsonField::Other))), "{open}: {parsed:?}");
+        }
+    }
+
+    #[test]
     fn a_broken_nested_value_is_still_a_parse_error() {
         assert!(serde_json::from_str::<Body<'_>>(r#"{"f":[1,}"#).is_err());
         assert!(serde_json::from_str::<Body<'_>>(r#"{"f":{"a":}}"#).is_err());
