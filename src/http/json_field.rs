@@ -160,9 +160,16 @@ mod tests {
         // serde_json skips what JsonField does not keep without recursing, so a hostile
         // nesting costs no stack; the handler then refuses the field's type.
         for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
-            let json = format!("{{\"f\":{}1{}}}", open.repeat(100_000), close.repeat(100_000));
+            let json = format!(
+                "{{\"f\":{}1{}}}",
+                open.repeat(100_000),
+                close.repeat(100_000)
+            );
             let parsed = serde_json::from_str::<Body<'_>>(&json).map(|b| b.f);
-            assert!(matches!(parsed, Ok(Some(JsonField::Other))), "{open}: {parsed:?}");
+            assert!(
+                matches!(parsed, Ok(Some(JsonField::Other))),
+                "{open}: {parsed:?}"
+            );
         }
     }
 

@@ -293,24 +293,31 @@ pub(super) struct LastNames {
 
 impl LastNames {
     fn queue(&mut self, text: &str) -> Result<QueueName, NameError> {
-        match &self.queue {
-            Some(q) if q.as_str() == text => Ok(q.clone()),
-            _ => {
-                let q = QueueName::parse(text)?;
-                self.queue = Some(q.clone());
-                Ok(q)
-            }
-        }
+        reuse(&mut self.queue, text, QueueName::as_str, |t| {
+            QueueName::parse(t)
+        })
     }
 
     fn partition(&mut self, text: &str) -> Result<PartitionName, NameError> {
-        match &self.partition {
-            Some(p) if p.as_str() == text => Ok(p.clone()),
-            _ => {
-                let p = PartitionName::parse(text)?;
-                self.partition = Some(p.clone());
-                Ok(p)
-            }
+        reuse(&mut self.partition, text, PartitionName::as_str, |t| {
+            PartitionName::parse(t)
+        })
+    }
+}
+
+/// `last` when it is `text`, else `text` parsed (and kept as the new last).
+fn reuse<T: Clone>(
+    last: &mut Option<T>,
+    text: &str,
+    as_str: fn(&T) -> &str,
+    parse: fn(&str) -> Result<T, NameError>,
+) -> Result<T, NameError> {
+    match last {
+        Some(name) if as_str(name) == text => Ok(name.clone()),
+        _ => {
+            let name = parse(text)?;
+            *last = Some(name.clone());
+            Ok(name)
         }
     }
 }

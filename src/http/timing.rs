@@ -80,8 +80,12 @@ mod tests {
                 let Some((_, after)) = block.split_once(".app_data(timing::Route(") else {
                     continue;
                 };
-                let head = block.split(')').next().unwrap_or_default();
-                let label = after.split(')').next().unwrap_or_default();
+                // Both as written, without the line breaks and trailing comma rustfmt adds.
+                let text = |s: &str| {
+                    let s = s.split(')').next().unwrap_or_default().trim();
+                    s.trim_end_matches(',').trim().to_owned()
+                };
+                let (head, label) = (text(block), text(after));
                 assert_eq!(
                     head, label,
                     "{file}: a resource labelled with another pattern"

@@ -46,6 +46,28 @@ async fn plan_and_drop(actor: &Addr<GroupActor>) {
     drop(asked);
 }
 
+/// Plans the fresh actor's first pop (a reseed) and finishes it with partitions 1 and 2
+/// pending (`truncated`: the reseed hit its limit).
+async fn reseed_two(actor: &Addr<GroupActor>, truncated: bool) {
+    let found = |id: i64| PendingRef {
+        partition: PartitionRef {
+            id,
+            name: format!("p{id}").into(),
+        },
+        lease_until: None,
+        window_until: None,
+    };
+    let PopPlan::Reseed(ticket) = actor.send(plan_pop()).await.expect("the actor is alive") else {
+        panic!("a fresh actor plans a reseed first");
+    };
+    ticket.finish(ReseedResult {
+        registered: true,
+        deferral: Deferral::default(),
+        pending: vec![found(1), found(2)],
+        truncated,
+    });
+}
+
 /// A reseed plan whose reply is dropped does not leave the actor reseeding forever.
 #[actix_rt::test]
 async fn a_dropped_reseed_plan_leaves_the_actor_free_to_reseed_again() {
@@ -69,23 +91,7 @@ async fn a_dropped_candidates_plan_returns_its_partitions_to_the_ring() {
     // Arrange: a reseed found two partitions.
     let registry = registry();
     let actor = registry.group(&key());
-    let found = |id: i64| PendingRef {
-        partition: PartitionRef {
-            id,
-            name: format!("p{id}").into(),
-        },
-        lease_until: None,
-        window_until: None,
-    };
-    let PopPlan::Reseed(ticket) = actor.send(plan_pop()).await.expect("the actor is alive") else {
-        panic!("a fresh actor plans a reseed first");
-    };
-    ticket.finish(ReseedResult {
-        registered: true,
-        deferral: Deferral::default(),
-        pending: vec![found(1), found(2)],
-        truncated: false,
-    });
+    reseed_two(&actor, false).await;
     let ready = actor.send(Stats).await.expect("the actor is alive");
     assert_eq!((ready.ring, ready.lent), (2, 0), "{ready:?}");
 
@@ -103,23 +109,7 @@ async fn a_dropped_candidates_plan_returns_its_partitions_to_the_ring() {
 async fn plan_after_consuming_a_reseed(truncated: bool) -> PopPlan {
     let registry = registry();
     let actor = registry.group(&key());
-    let found = |id: i64| PendingRef {
-        partition: PartitionRef {
-            id,
-            name: format!("p{id}").into(),
-        },
-        lease_until: None,
-        window_until: None,
-    };
-    let PopPlan::Reseed(ticket) = actor.send(plan_pop()).await.expect("the actor is alive") else {
-        panic!("a fresh actor plans a reseed first");
-    };
-    ticket.finish(ReseedResult {
-        registered: true,
-        deferral: Deferral::default(),
-        pending: vec![found(1), found(2)],
-        truncated,
-    });
+    reseed_two(&actor, truncated).await;
     let PopPlan::Candidates { loan, .. } = actor.send(plan_pop()).await.expect("alive") else {
         panic!("the reseeded ring lends its partitions");
     };
