@@ -210,6 +210,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         metrics,
         maintenance: AtomicBool::new(false),
         push_maintenance: AtomicBool::new(false),
+        maintenance_changes: Default::default(),
         spool: spool.clone(),
         config: Arc::new(config.clone()),
         mesh: mesh.clone(),

@@ -36,6 +36,11 @@ pub struct Broker {
     pub maintenance: AtomicBool,
     /// Push maintenance mode (pushes go to the spool), refreshed from the database.
     pub push_maintenance: AtomicBool,
+    /// Counts this node's own changes of either maintenance switch (an operator's request,
+    /// a peer's hint). The refresher applies what it read only if no change happened
+    /// while it read: a read that began before an operator's switch committed would
+    /// otherwise put the old value back for up to a refresh interval.
+    pub maintenance_changes: std::sync::Mutex<u64>,
     /// This node's push spool; `None` when `FILE_BUFFER_MAX_BYTES` is 0 or its default
     /// folder could not be used.
     pub spool: Option<Arc<crate::spool::Spool>>,
@@ -79,6 +84,23 @@ impl Broker {
     /// True while push maintenance mode is on.
     pub fn in_push_maintenance(&self) -> bool {
         self.push_maintenance.load(Ordering::Relaxed)
+    }
+
+    /// Applies a change of the maintenance switches made here or told by a peer (`None`
+    /// leaves a switch as it is), counted so the refresher does not undo it with a read
+    /// that began before it.
+    pub fn change_maintenance(&self, pop: Option<bool>, push: Option<bool>) {
+        let mut changes = self
+            .maintenance_changes
+            .lock()
+            .expect("maintenance lock is never poisoned");
+        *changes += 1;
+        if let Some(pop) = pop {
+            self.maintenance.store(pop, Ordering::Relaxed);
+        }
+        if let Some(push) = push {
+            self.set_push_maintenance(push);
+        }
     }
 
     /// Sets push maintenance as this node sees it; turning it off wakes the spool's replay.

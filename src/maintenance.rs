@@ -22,11 +22,23 @@ pub fn spawn_refresher(broker: Arc<Broker>) -> tokio::task::JoinHandle<()> {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            let changes_before = *broker
+                .maintenance_changes
+                .lock()
+                .expect("maintenance lock is never poisoned");
             let result = match broker.db.background_conn().await {
                 Ok(mut conn) => maintenance_switches(&mut conn).await,
                 Err(e) => Err(e),
             };
+            // Held while applying, so no change lands between the check and the stores.
+            let changes = broker
+                .maintenance_changes
+                .lock()
+                .expect("maintenance lock is never poisoned");
             match result {
+                // A change made here while this read ran: the read may predate it, and the
+                // next tick reads what it stored.
+                Ok(_) if *changes != changes_before => {}
                 Ok((pop, push)) => {
                     let was = broker.maintenance.swap(pop, Ordering::Relaxed);
                     if was != pop {

@@ -4,8 +4,6 @@
 //! answered `buffered`; turning it off replays the spools). Switching is the default
 //! tenant's (the operator's) alone: it stops every tenant.
 
-use std::sync::atomic::Ordering;
-
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
@@ -72,7 +70,7 @@ pub async fn set_maintenance(
     let mut conn = broker.db.conn().await?;
     if let Some(on) = pop {
         let stored = system::set_maintenance(&mut conn, on).await?;
-        broker.maintenance.store(stored, Ordering::Relaxed);
+        broker.change_maintenance(Some(stored), None);
         // Peers re-read the switch within a refresh interval anyway; the hint makes it now.
         broker.mesh.maintenance_changed(stored);
     }
@@ -80,7 +78,7 @@ pub async fn set_maintenance(
         let stored = system::set_push_maintenance(&mut conn, on).await?;
         // Peers follow within a refresh interval (no mesh hint: a push that reaches the
         // database meanwhile is simply stored, in order).
-        broker.set_push_maintenance(stored);
+        broker.change_maintenance(None, Some(stored));
     }
     Ok(HttpResponse::Ok().json(json!({
         "pop": broker.in_maintenance(),

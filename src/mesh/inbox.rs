@@ -4,7 +4,6 @@
 //! them (and the encrypted-queue cache) drop cached options, a maintenance change flips the switch at once instead of at
 //! the next database refresh.
 
-use std::sync::atomic::Ordering;
 use std::sync::Weak;
 
 use tracing::debug;
@@ -80,7 +79,7 @@ impl Inbox for BrokerInbox {
                 broker.encrypted_queues.forget(&tenant, &queue);
             }
             MeshMessage::MaintenanceChanged { pop } => {
-                broker.maintenance.store(pop, Ordering::Relaxed);
+                broker.change_maintenance(Some(pop), None);
                 debug!(
                     peer = from,
                     maintenance = pop,
