@@ -176,6 +176,102 @@ async fn an_ack_without_a_partition_id_answers_400_and_applies_nothing() {
     );
 }
 
+/// Ack fields of the wrong type answer 400 naming the field and apply nothing; a partition
+/// id sent as a JSON number and a transaction id written with JSON escapes are the same
+/// ack as their plain forms (fields are read from the body without a JSON value each, so
+/// these are the cases that reading has to get right).
+#[actix_rt::test]
+async fn ack_fields_of_the_wrong_type_are_refused_and_escaped_or_numeric_forms_ack() {
+    // Arrange: two messages under one lease, transaction ids `tx-a` and `tx-b`.
+    let b = TestBroker::start().await;
+    let items: Vec<Value> = ["tx-a", "tx-b"]
+        .iter()
+        .map(|t| json!({"queue": "fields", "transactionId": t, "payload": t}))
+        .collect();
+    let (status, answer) = b.post("/api/v1/push", &json!({ "items": items })).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let batch = b.pop_messages("/api/v1/pop/queue/fields?batch=2").await;
+    assert_eq!(batch.len(), 2);
+    let pid = partition_id(&batch[0]);
+    let lease = batch[0]["leaseId"].as_str().unwrap().to_owned();
+    let wrong = [
+        (
+            "transactionId",
+            json!(5),
+            "acknowledgments[0].transactionId must be a string",
+        ),
+        (
+            "status",
+            json!(["completed"]),
+            "acknowledgments[0].status must be a string",
+        ),
+        (
+            "leaseId",
+            json!({"id": 1}),
+            "acknowledgments[0].leaseId must be a string",
+        ),
+        (
+            "partitionId",
+            json!(true),
+            "acknowledgments[0].partitionId is required",
+        ),
+    ];
+
+    // Act + Assert: each wrong type is a 400 naming its field, and the lease stays.
+    for (field, value, message) in wrong {
+        let mut bad = entry(&batch[0], "completed", None);
+        bad[field] = value;
+        let (status, body) = b
+            .post("/api/v1/ack/batch", &json!({ "acknowledgments": [bad] }))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{field}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with(message), "{field}: {body}");
+    }
+    let (status, body) = b
+        .post(
+            "/api/v1/ack/batch",
+            &json!({ "acknowledgments": [entry(&batch[0], "completed", None)],
+                     "consumerGroup": 7 }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(
+        body["error"], "consumerGroup must be a string or null",
+        "{body}"
+    );
+    assert_eq!(
+        consumer_row(&b, pid, "__QUEUE_MODE__").await,
+        (-1, Some(lease.clone()))
+    );
+
+    // Act: the partition id as a number, the transaction ids with escapes.
+    let body = format!(
+        r#"{{"acknowledgments": [
+              {{"transactionId": "tx-a", "partitionId": {pid}, "leaseId": "{lease}"}},
+              {{"transactionId": "tx-b", "partitionId": "{pid}", "leaseId": "{lease}",
+                "status": "completed", "consumerGroup": null}}]}}"#
+    );
+    let (status, answer) = b
+        .post_raw("/api/v1/ack/batch", "application/json", body.into_bytes())
+        .await;
+
+    // Assert: both acked, the lease released, answered as sent.
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer[0]["transactionId"], "tx-a", "{answer}");
+    assert_eq!(answer[1]["transactionId"], "tx-b", "{answer}");
+    assert_eq!(answer[0]["partitionId"], pid.to_string(), "{answer}");
+    assert!(
+        answer
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["success"] == true),
+        "{answer}"
+    );
+    assert_eq!(consumer_row(&b, pid, "__QUEUE_MODE__").await, (1, None));
+}
+
 /// POSTs with no body and no content type, as the client's lease extend does.
 async fn post_empty(b: &TestBroker, path: &str) -> (StatusCode, Value) {
     let response = b.http.post(b.url(path)).send().await.expect("request");
