@@ -120,6 +120,17 @@ pub struct Ceiling {
     pub segments_dedup: Phase,
 }
 
+impl Phase {
+    /// Messages per second `cores` could carry in this phase if the broker itself cost no
+    /// CPU: every core busy, each message costing only the PostgreSQL and load-tool CPU this
+    /// phase measured for it. An upper bound on what any broker in front of the same SQL
+    /// could reach on this machine, since PostgreSQL and this tool share its cores.
+    pub fn rate_without_broker(&self, cores: usize) -> Option<f64> {
+        let per_message = (self.pg_cpu_s? + self.tool_cpu_s) / self.messages as f64;
+        (self.messages > 0 && per_message > 0.0).then(|| cores as f64 / per_message)
+    }
+}
+
 impl SystemResult {
     /// CPU seconds per million messages pushed, over push and drain together.
     fn per_million(&self, f: impl Fn(&Phase) -> Option<f64>) -> Option<f64> {
@@ -164,6 +175,19 @@ impl RunResult {
     /// broker pop+ack / baseline dequeue+delete.
     pub fn pop_ratio(&self) -> Option<f64> {
         ratio(self.broker.drain.rate, self.baseline.as_ref()?.drain.rate)
+    }
+
+    /// The push ratio a broker costing no CPU could reach in this run (see
+    /// [`Phase::rate_without_broker`]): what bounds [`Self::push_ratio`] on these cores.
+    pub fn push_ratio_without_broker(&self) -> Option<f64> {
+        let rate = self.broker.push.rate_without_broker(self.cores)?;
+        ratio(rate, self.baseline.as_ref()?.push.rate)
+    }
+
+    /// The pop+ack ratio a broker costing no CPU could reach in this run.
+    pub fn pop_ratio_without_broker(&self) -> Option<f64> {
+        let rate = self.broker.drain.rate_without_broker(self.cores)?;
+        ratio(rate, self.baseline.as_ref()?.drain.rate)
     }
 
     /// PostgreSQL CPU per message, broker / baseline.
@@ -290,6 +314,17 @@ impl RunResult {
                 live.offered_rate
             );
         }
+        if let (Some(push), Some(pop)) = (
+            self.push_ratio_without_broker(),
+            self.pop_ratio_without_broker(),
+        ) {
+            let _ = writeln!(
+                out,
+                "bound with a broker costing no CPU (PostgreSQL and tool CPU per message on \
+                 {} cores): push {push:.2}x, pop+ack {pop:.2}x the baseline",
+                self.cores
+            );
+        }
         let verdict = |s: &SystemResult| if s.exactly_once() { "yes" } else { "NO" };
         let _ = writeln!(
             out,
@@ -326,4 +361,39 @@ impl RunResult {
 /// x / y, when y is a real rate.
 pub fn ratio(x: f64, y: f64) -> Option<f64> {
     (y > 0.0 && x.is_finite() && y.is_finite()).then(|| x / y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Phase;
+
+    fn phase(messages: u64, pg_cpu_s: Option<f64>, tool_cpu_s: f64) -> Phase {
+        Phase {
+            messages,
+            seconds: 1.0,
+            rate: messages as f64,
+            broker_cpu_s: Some(5.0),
+            pg_cpu_s,
+            tool_cpu_s,
+            wal_bytes: None,
+        }
+    }
+
+    #[test]
+    fn the_rate_without_a_broker_spends_every_core_on_postgres_and_the_tool_alone() {
+        // 2 s of PostgreSQL and tool CPU for 100,000 messages: 20 µs each, two cores.
+        let p = phase(100_000, Some(1.5), 0.5);
+        let rate = p.rate_without_broker(2).expect("a rate");
+        assert!((rate - 100_000.0).abs() < 1e-6, "{rate}");
+        // The broker's own 5 s do not enter it; one core carries half as much.
+        let one = p.rate_without_broker(1).expect("a rate");
+        assert!((one - 50_000.0).abs() < 1e-6, "{one}");
+    }
+
+    #[test]
+    fn no_rate_without_a_broker_when_postgres_cpu_or_messages_are_unknown() {
+        assert_eq!(phase(100_000, None, 0.5).rate_without_broker(2), None);
+        assert_eq!(phase(0, Some(1.0), 0.5).rate_without_broker(2), None);
+        assert_eq!(phase(10, Some(0.0), 0.0).rate_without_broker(2), None);
+    }
 }
