@@ -80,38 +80,25 @@ impl PgConn {
         Ok(())
     }
 
-    /// Runs one statement in a transaction of its own in one round trip: `BEGIN`, the
-    /// statement and `COMMIT` go out together (tokio-postgres pipelines requests polled
-    /// together) and the answer is read after the commit's, so rows returned here are
-    /// committed (and flushed, under `synchronous_commit`). A statement that fails leaves
-    /// nothing: PostgreSQL turns the `COMMIT` of the failed transaction into a rollback.
-    /// Once sent, the three run even if this future is dropped; until all three answered
-    /// the connection counts as in a transaction, so a dropped caller never returns it to
-    /// the pool mid-way.
+    /// Runs one statement as a transaction of its own, in one round trip and without
+    /// `BEGIN` or `COMMIT`: outside a transaction block, PostgreSQL runs the statement's
+    /// Bind and Execute in an implicit transaction that it commits at the Sync ending the
+    /// request, before it sends ReadyForQuery; and tokio-postgres hands the rows over only
+    /// once ReadyForQuery arrived (an error of the commit arrives before it, as this
+    /// request's error). So rows returned here are committed (and flushed, under
+    /// `synchronous_commit`), and a statement that fails leaves nothing. The session is
+    /// outside any transaction before and after, so a caller dropped mid-way leaves nothing
+    /// open on the connection: the statement still runs to its commit, and the next
+    /// request queues behind it. An explicit `BEGIN` and `COMMIT` around it would add two
+    /// simple queries for PostgreSQL to parse and run to every push commit.
     pub async fn query_alone(
         &mut self,
         op: &'static str,
         statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, DbError> {
-        self.in_transaction = true;
-        let client = &self.client;
-        let (begun, row, committed) = tokio::join!(
-            client.batch_execute("BEGIN"),
-            client.query(statement, params),
-            client.batch_execute("COMMIT"),
-        );
-        // All three were answered: the session is outside any transaction again.
-        self.in_transaction = false;
-        let answered = begun
-            .map_err(|e| DbError::query("begin", e))
-            .and_then(|()| row.map_err(|e| DbError::query(op, e)))
-            .and_then(|row| {
-                committed
-                    .map(|()| row)
-                    .map_err(|e| DbError::query("commit", e))
-            });
-        answered.map_err(|e| self.note(e))
+        let rows = self.client.query(statement, params).await;
+        rows.map_err(|e| self.note(DbError::query(op, e)))
     }
 
     /// Records an error of a statement run on this connection; a timeout or a lost

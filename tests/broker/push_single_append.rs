@@ -350,3 +350,61 @@ async fn a_segment_of_a_hundred_small_messages_stays_in_its_row() {
     assert_eq!(popped.len(), 200);
     assert_eq!(popped[99]["data"], payloads[99]);
 }
+
+/// A push is answered only after the commit that holds it, on the one-round-trip path too:
+/// a deferred trigger that refuses the segment at commit time (after the statement itself
+/// succeeded and returned its rows) makes the push fail with nothing stored, and the next
+/// push takes the offset the refused one would have had.
+#[actix_rt::test]
+async fn a_push_whose_commit_fails_after_its_statement_ran_is_not_answered_as_stored() {
+    // Arrange
+    let b = TestBroker::start().await;
+    b.push("sa-commit", "P", &[json!("first")]).await;
+    b.push("sa-commit", "P", &[json!("second")]).await;
+    let sql = b.sql().await;
+    sql.batch_execute(
+        "CREATE FUNCTION public.refuse_three() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF NEW.msg_count = 3 THEN
+                 RAISE EXCEPTION 'segment of three refused at commit';
+             END IF;
+             RETURN NULL;
+         END $$;
+         CREATE CONSTRAINT TRIGGER refuse_three AFTER INSERT ON queen.log_segments
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.refuse_three();",
+    )
+    .await
+    .unwrap();
+    let alone = || counter(&b, "/push/oneRoundTripCommits");
+    let before = alone().await;
+    let items: Vec<Value> = ["x", "y", "z"]
+        .iter()
+        .map(|p| json!({"queue": "sa-commit", "partition": "P", "payload": p}))
+        .collect();
+
+    // Act
+    let (status, answer) = b.post("/api/v1/push", &json!({ "items": items })).await;
+    let after = alone().await;
+    let next = b.push("sa-commit", "P", &[json!("third")]).await;
+
+    // Assert
+    assert!(
+        status.is_server_error(),
+        "a push whose commit failed answered {status}: {answer}"
+    );
+    assert_eq!(after, before, "no one-round-trip commit was counted");
+    assert_eq!(next[0]["offset"], 2, "{next:?}");
+    let stored = sql_count(
+        &b,
+        "SELECT count(*) FROM queen.log_segments s \
+         JOIN queen.log_partitions p ON p.id = s.partition_id WHERE p.name = 'P' \
+         AND s.msg_count = 3",
+    )
+    .await;
+    assert_eq!(stored, 0);
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/sa-commit/partition/P?batch=10")
+        .await;
+    let got: Vec<Value> = popped.iter().map(|m| m["data"].clone()).collect();
+    assert_eq!(got, vec![json!("first"), json!("second"), json!("third")]);
+}

@@ -166,7 +166,7 @@ pub async fn try_single_append(
 /// [`PgConn::query_alone`]): one outcome per append once they are all committed, `None` when
 /// nothing was written (the caller then runs its transaction with `log_push_v2`). This is
 /// the common push, or combined pushes, that the windows already cover: one round trip to
-/// PostgreSQL instead of `BEGIN`, one per partition and `COMMIT`.
+/// PostgreSQL instead of one per partition plus `BEGIN` and `COMMIT`.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
 pub async fn append_alone(
     conn: &mut PgConn,
