@@ -408,3 +408,113 @@ async fn a_push_whose_commit_fails_after_its_statement_ran_is_not_answered_as_st
     let got: Vec<Value> = popped.iter().map(|m| m["data"].clone()).collect();
     assert_eq!(got, vec![json!("first"), json!("second"), json!("third")]);
 }
+
+/// A partition's first push into an existing queue creates the partition and appends its
+/// first segment in one statement (no `log_push_v2`); a second node, whose window knows
+/// nothing of the partition yet, finds it created (`log_push_v2` answers it stale, with
+/// what the window lacks) and appends at the next offset.
+#[actix_rt::test]
+async fn a_first_push_into_an_existing_queue_creates_its_partition_in_one_statement() {
+    // Arrange
+    let pg = postgres::fresh_database().await;
+    let a = TestBroker::start_on(pg.clone(), &[]).await;
+    let b = TestBroker::start_on(pg, &[]).await;
+    a.push("sa-first", "old", &[json!("o")]).await;
+    let before_a = appends(&a).await;
+    let before_b = appends(&b).await;
+
+    // Act
+    let first = a
+        .push("sa-first", "new", &[json!("x"), json!("y"), json!("z")])
+        .await;
+    let after_first = appends(&a).await;
+    let other_node = b.push("sa-first", "new", &[json!("w")]).await;
+    let after_other = appends(&b).await;
+
+    // Assert
+    assert_eq!(after_first, (before_a.0 + 1, before_a.1), "one statement");
+    let offsets: Vec<i64> = first
+        .iter()
+        .chain(&other_node)
+        .map(|m| m["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3]);
+    assert_eq!(after_other, (before_b.0 + 1, before_b.1), "after learning");
+    let last = sql_count(
+        &a,
+        "SELECT p.last_offset FROM queen.log_partitions p \
+         JOIN queen.queues q ON q.id = p.queue_id \
+         WHERE q.name = 'sa-first' AND p.name = 'new'",
+    )
+    .await;
+    assert_eq!(last, 3);
+    let popped = a
+        .pop_messages("/api/v1/pop/queue/sa-first/partition/new?batch=10")
+        .await;
+    let got: Vec<Value> = popped.iter().map(|m| m["data"].clone()).collect();
+    assert_eq!(got, vec![json!("x"), json!("y"), json!("z"), json!("w")]);
+}
+
+/// Two nodes, four tasks each, push the first requests into six new partitions of an
+/// existing queue at once, each task in its own order: the partitions' creators race (one
+/// statement creating each, the others finding it created), yet every partition's offsets
+/// are dense and every message is stored and delivered once.
+#[actix_rt::test]
+async fn concurrent_first_pushes_into_new_partitions_store_each_message_once() {
+    // Arrange
+    let pg = postgres::fresh_database().await;
+    let a = TestBroker::start_on(pg.clone(), &[]).await;
+    let b = TestBroker::start_on(pg, &[]).await;
+    a.push("sa-race", "seed", &[json!("seed")]).await;
+    let body = |node: usize, task: usize, p: usize| -> Value {
+        let items: Vec<Value> = (0..3)
+            .map(|k| {
+                let id = format!("n{node}-t{task}-p{p}-k{k}");
+                json!({"queue": "sa-race", "partition": format!("p{p}"),
+                       "transactionId": id, "payload": id})
+            })
+            .collect();
+        json!({ "items": items })
+    };
+
+    // Act: 2 nodes x 4 tasks x 6 partitions, one request of 3 messages each.
+    let tasks = (0..2).flat_map(|node| (0..4).map(move |task| (node, task)));
+    let answers: Vec<Vec<Value>> = join_all(tasks.map(|(node, task)| {
+        let broker = if node == 0 { &a } else { &b };
+        async move {
+            let mut out = Vec::new();
+            for round in 0..6 {
+                let p = (round + task * 5 + node) % 6;
+                let (status, answer) = broker.post("/api/v1/push", &body(node, task, p)).await;
+                assert_eq!(status, StatusCode::CREATED, "{answer}");
+                out.extend(answer.as_array().unwrap().iter().cloned());
+            }
+            out
+        }
+    }))
+    .await;
+
+    // Assert
+    let mut by_partition: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for a in answers.iter().flatten() {
+        assert_eq!(a["status"], "queued", "{a}");
+        by_partition
+            .entry(a["partitionId"].to_string())
+            .or_default()
+            .push(a["offset"].as_i64().unwrap());
+    }
+    assert_eq!(by_partition.len(), 6);
+    for offsets in by_partition.values_mut() {
+        offsets.sort_unstable();
+        assert_eq!(*offsets, (0..24).collect::<Vec<_>>());
+    }
+    let (single_a, _) = appends(&a).await;
+    let (single_b, _) = appends(&b).await;
+    assert!(single_a + single_b > 0, "{single_a} / {single_b}");
+    let mut delivered = drain(&a, "sa-race").await;
+    delivered.retain(|d| d != "seed");
+    delivered.sort();
+    let before = delivered.len();
+    delivered.dedup();
+    assert_eq!((before, delivered.len()), (144, 144));
+}

@@ -98,14 +98,14 @@ pub enum AppendOutcome {
 /// The append statements of one connection, prepared once (see [`statements`]).
 #[derive(Debug, Clone)]
 pub struct AppendStatements {
-    single: Statement,
+    single: single_append::SingleStatements,
     log_push_v2: Statement,
 }
 
 /// Prepares (once per connection) the statements of [`append_in`].
 pub async fn statements(conn: &mut PgConn) -> Result<AppendStatements, DbError> {
     Ok(AppendStatements {
-        single: single_append::statement(conn).await?,
+        single: single_append::statements(conn).await?,
         log_push_v2: conn.statement("log_push_v2", LOG_PUSH).await?,
     })
 }

@@ -65,6 +65,40 @@ WITH part AS (
 SELECT 1::bigint, ok.id, ok.last_offset, ok.window_seconds
 FROM ok JOIN ins ON ins.partition_id = ok.id JOIN upd ON upd.id = ok.id";
 
+/// A partition's first segment, with the partition: the parameters of [`SINGLE`], for a
+/// partition the broker's window has never seen (`$4` NULL). When the queue exists without
+/// a `maxSize` and the partition does not, it inserts the partition row already holding
+/// the segment's last offset, and the segment at offset 0, and answers as [`SINGLE`] does
+/// (the last offset before the append is -1). When the partition exists (or the queue
+/// does not, or sets a `maxSize`) it writes nothing and returns no row: the caller goes on
+/// to [`SINGLE`], then `log_push_v2`. A concurrent creator of the same partition makes
+/// the insert a no-op too (the unique (queue, name) index waits for it). `log_push_v2`
+/// takes a dozen statements for the same first push, and a transaction of its own.
+const FIRST: &str = "
+WITH q AS (
+    SELECT q.id, coalesce(q.dedup_window_seconds, $5::integer) AS window_seconds,
+           clock_timestamp() AS created
+    FROM queen.queues q
+    WHERE q.tenant = $1 AND q.name = $2 AND $4::bigint IS NULL
+      -- A queue with a maxSize is counted and locked by log_push_v2 only.
+      AND q.max_size = 0
+), part AS (
+    INSERT INTO queen.log_partitions (queue_id, name, last_offset, last_write_at)
+    SELECT q.id, $3::text, $6::integer - 1, date_trunc('second', q.created)
+    FROM q
+    ON CONFLICT (queue_id, name) DO NOTHING
+    RETURNING id
+), ins AS (
+    INSERT INTO queen.log_segments
+        (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
+         txn_hashes)
+    SELECT part.id, 0, $6::integer - 1, $6::integer, q.created, $7::smallint, $10::text,
+           $8::bytea, $9::bigint[]
+    FROM part, q
+    RETURNING partition_id
+)
+SELECT 1::bigint, ins.partition_id, -1::bigint, q.window_seconds FROM ins, q";
+
 /// Several partitions, all appended or none: `$1` tenant, then one array element per
 /// partition: `$2` queue, `$3` partition, `$4` the last offset the broker's window covers
 /// (NULL: none), `$6` message count, `$7` codec, `$8` blob, `$10` producer; `$5` the
@@ -130,28 +164,49 @@ WITH req AS (
 SELECT ok.k, ok.id, ok.last_offset, ok.window_seconds
 FROM ok JOIN ins ON ins.partition_id = ok.id JOIN upd ON upd.id = ok.id"#;
 
-/// Prepares (once per connection) the one-partition statement, which
-/// [`try_single_append`] runs inside the caller's transaction.
-pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
-    conn.statement("push_single_append", SINGLE).await
+/// The one-partition statements, prepared once per connection: [`FIRST`] and [`SINGLE`].
+#[derive(Debug, Clone)]
+pub struct SingleStatements {
+    first: Statement,
+    single: Statement,
 }
 
-/// Appends `append` in one statement when it is one segment the window's check already
-/// covers: `Some(Stored)` when it appended, `None` when nothing was written (call
-/// `log_push_v2`). Inside the caller's transaction, like `log_push_v2`.
+/// Prepares (once per connection) the one-partition statements, which
+/// [`try_single_append`] runs inside the caller's transaction.
+pub async fn statements(conn: &mut PgConn) -> Result<SingleStatements, DbError> {
+    Ok(SingleStatements {
+        first: conn.statement("push_first_append", FIRST).await?,
+        single: conn.statement("push_single_append", SINGLE).await?,
+    })
+}
+
+/// Appends `append` in one statement when it is one segment and either the partition's
+/// first ([`FIRST`], tried when the window knows nothing of it) or one the window's check
+/// already covers ([`SINGLE`]): `Some(Stored)` when it appended, `None` when nothing was
+/// written (call `log_push_v2`). Inside the caller's transaction, like `log_push_v2`.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
 pub async fn try_single_append(
     tx: &impl GenericClient,
-    statement: &Statement,
+    statements: &SingleStatements,
     append: &PartitionAppend<'_>,
 ) -> Result<Option<AppendOutcome>, DbError> {
     let Some(segment) = single_segment(append) else {
         return Ok(None);
     };
-    let rows = tx
-        .query(statement, &single_params(append, &segment))
-        .await
-        .map_err(|e| DbError::query("push_single_append", e))?;
+    let params = single_params(append, &segment);
+    let mut rows = Vec::new();
+    if append.known_last.is_none() {
+        rows = tx
+            .query(&statements.first, &params)
+            .await
+            .map_err(|e| DbError::query("push_first_append", e))?;
+    }
+    if rows.is_empty() {
+        rows = tx
+            .query(&statements.single, &params)
+            .await
+            .map_err(|e| DbError::query("push_single_append", e))?;
+    }
     let appended = stored(rows, 1).and_then(|mut all| all.pop());
     Ok(appended.map(|a| AppendOutcome::Stored {
         partition_id: a.partition_id,
@@ -177,9 +232,17 @@ pub async fn append_alone(
             let Some(segment) = single_segment(append) else {
                 return Ok(None);
             };
-            let statement = statement(conn).await?;
             let params = single_params(append, &segment);
-            conn.query_alone("push_single_append", &statement, &params)
+            let statements = statements(conn).await?;
+            if append.known_last.is_none() {
+                let rows = conn
+                    .query_alone("push_first_append", &statements.first, &params)
+                    .await?;
+                if !rows.is_empty() {
+                    return Ok(stored(rows, 1));
+                }
+            }
+            conn.query_alone("push_single_append", &statements.single, &params)
                 .await?
         }
         _ => {
