@@ -518,3 +518,46 @@ async fn concurrent_first_pushes_into_new_partitions_store_each_message_once() {
     delivered.dedup();
     assert_eq!((before, delivered.len()), (144, 144));
 }
+
+/// A node whose window knows nothing of an existing partition (another node created it)
+/// appends to it without trying to create it again: with a partition limit set, the
+/// limit's per-queue lock (held here by another session, as a transaction creating a
+/// partition of the queue would hold it) does not hold the push up.
+#[actix_rt::test]
+async fn a_first_contact_with_an_existing_partition_takes_no_partition_limit_lock() {
+    // Arrange
+    let pg = postgres::fresh_database().await;
+    let limit = [("QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE", "5")];
+    let a = TestBroker::start_on(pg.clone(), &limit).await;
+    let b = TestBroker::start_on(pg, &limit).await;
+    a.push("sa-limit", "P", &[json!("from a")]).await;
+    let holder = a.sql().await;
+    holder
+        .execute(
+            "SELECT pg_advisory_lock(hashtextextended('queen.limit.partitions/' || q.id, 0)) \
+             FROM queen.queues q WHERE q.name = 'sa-limit'",
+            &[],
+        )
+        .await
+        .unwrap();
+
+    // Act
+    let pushed = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        b.post(
+            "/api/v1/push",
+            &json!({"items": [{"queue": "sa-limit", "partition": "P", "payload": "from b"}]}),
+        ),
+    )
+    .await;
+    holder
+        .execute("SELECT pg_advisory_unlock_all()", &[])
+        .await
+        .unwrap();
+
+    // Assert
+    let (status, answer) = pushed.expect("the push waited for the partition limit's lock");
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer[0]["status"], "queued", "{answer}");
+    assert_eq!(answer[0]["offset"], 1, "{answer}");
+}

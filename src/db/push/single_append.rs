@@ -71,7 +71,9 @@ FROM ok JOIN ins ON ins.partition_id = ok.id JOIN upd ON upd.id = ok.id";
 /// the segment's last offset, and the segment at offset 0, and answers as [`SINGLE`] does
 /// (the last offset before the append is -1). When the partition exists (or the queue
 /// does not, or sets a `maxSize`) it writes nothing and returns no row: the caller goes on
-/// to [`SINGLE`], then `log_push_v2`. A concurrent creator of the same partition makes
+/// to [`SINGLE`], then `log_push_v2`; it does not even try the insert then, so a tenant's
+/// partition-limit trigger (which locks the queue until COMMIT) runs only for a partition
+/// being created, as in `log_push_v2`. A concurrent creator of the same partition makes
 /// the insert a no-op too (the unique (queue, name) index waits for it). `log_push_v2`
 /// takes a dozen statements for the same first push, and a transaction of its own.
 const FIRST: &str = "
@@ -82,6 +84,10 @@ WITH q AS (
     WHERE q.tenant = $1 AND q.name = $2 AND $4::bigint IS NULL
       -- A queue with a maxSize is counted and locked by log_push_v2 only.
       AND q.max_size = 0
+      -- An existing partition is not inserted at all: no partition-limit trigger (and its
+      -- per-queue lock, held to COMMIT), no partition id spent on a conflict.
+      AND NOT EXISTS (SELECT 1 FROM queen.log_partitions p
+                      WHERE p.queue_id = q.id AND p.name = $3::text)
 ), part AS (
     INSERT INTO queen.log_partitions (queue_id, name, last_offset, last_write_at)
     SELECT q.id, $3::text, $6::integer - 1, date_trunc('second', q.created)
