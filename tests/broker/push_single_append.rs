@@ -33,6 +33,64 @@ async fn drain(b: &TestBroker, queue: &str) -> Vec<String> {
     }
 }
 
+/// Two nodes x four tasks at once, each task posting `body(node, task, round)` for rounds
+/// 0..`rounds` one after the other; every answer item, per task.
+async fn push_from_two_nodes(
+    a: &TestBroker,
+    b: &TestBroker,
+    rounds: usize,
+    body: impl Fn(usize, usize, usize) -> Value,
+) -> Vec<Vec<Value>> {
+    let body = &body;
+    let tasks = (0..2).flat_map(|node| (0..4).map(move |task| (node, task)));
+    join_all(tasks.map(|(node, task)| {
+        let broker = if node == 0 { a } else { b };
+        async move {
+            let mut out = Vec::new();
+            for round in 0..rounds {
+                let (status, answer) = broker.post("/api/v1/push", &body(node, task, round)).await;
+                assert_eq!(status, StatusCode::CREATED, "{answer}");
+                out.extend(answer.as_array().unwrap().iter().cloned());
+            }
+            out
+        }
+    }))
+    .await
+}
+
+/// Asserts every answer is `queued` and every partition's offsets are dense from 0;
+/// returns how many offsets each partition holds, by partition id.
+fn assert_dense_offsets(answers: &[Vec<Value>]) -> BTreeMap<String, usize> {
+    let mut by_partition: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for a in answers.iter().flatten() {
+        assert_eq!(a["status"], "queued", "{a}");
+        by_partition
+            .entry(a["partitionId"].to_string())
+            .or_default()
+            .push(a["offset"].as_i64().unwrap());
+    }
+    by_partition
+        .into_iter()
+        .map(|(partition, mut offsets)| {
+            offsets.sort_unstable();
+            assert_eq!(offsets, (0..offsets.len() as i64).collect::<Vec<_>>());
+            (partition, offsets.len())
+        })
+        .collect()
+}
+
+/// Drains `queue` and asserts no payload but `skip` arrived twice; returns how many
+/// distinct payloads (besides `skip`) arrived.
+async fn delivered_once(b: &TestBroker, queue: &str, skip: &str) -> usize {
+    let mut delivered = drain(b, queue).await;
+    delivered.retain(|d| d != skip);
+    delivered.sort();
+    let all = delivered.len();
+    delivered.dedup();
+    assert_eq!(all, delivered.len(), "a message was delivered twice");
+    all
+}
+
 /// A partition's first push creates it through `log_push_v2`; the pushes after it are one
 /// statement each, at the offsets that follow.
 #[actix_rt::test]
@@ -143,51 +201,21 @@ async fn two_nodes_pushing_into_the_same_partitions_keep_offsets_dense_and_dedup
     };
 
     // Act: 2 nodes x 4 tasks x 10 rounds of 5 messages.
-    let tasks = (0..2).flat_map(|node| (0..4).map(move |task| (node, task)));
-    let answers: Vec<Vec<Value>> = join_all(tasks.map(|(node, task)| {
-        let broker = if node == 0 { &a } else { &b };
-        async move {
-            let mut out = Vec::new();
-            for round in 0..10 {
-                let (status, answer) = broker.post("/api/v1/push", &body(node, task, round)).await;
-                assert_eq!(status, StatusCode::CREATED, "{answer}");
-                out.extend(answer.as_array().unwrap().iter().cloned());
-            }
-            out
-        }
-    }))
-    .await;
+    let answers = push_from_two_nodes(&a, &b, 10, body).await;
     let repeat = json!({"items": [{"queue": "sa-two", "partition": "p0",
                                    "transactionId": "n0-t0-r0-k0", "payload": "again"}]});
     let (status, again) = b.post("/api/v1/push", &repeat).await;
 
     // Assert
-    let mut by_partition: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for a in answers.iter().flatten() {
-        assert_eq!(a["status"], "queued", "{a}");
-        by_partition
-            .entry(a["partitionId"].to_string())
-            .or_default()
-            .push(a["offset"].as_i64().unwrap());
-    }
+    let by_partition = assert_dense_offsets(&answers);
     assert_eq!(by_partition.len(), 3);
-    let mut total = 0;
-    for offsets in by_partition.values_mut() {
-        offsets.sort_unstable();
-        assert_eq!(*offsets, (0..offsets.len() as i64).collect::<Vec<_>>());
-        total += offsets.len();
-    }
-    assert_eq!(total, 400);
+    assert_eq!(by_partition.values().sum::<usize>(), 400);
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(again[0]["status"], "duplicate", "{again}");
     let (single_a, _) = appends(&a).await;
     let (single_b, _) = appends(&b).await;
     assert!(single_a > 0 && single_b > 0, "{single_a} / {single_b}");
-    let mut delivered = drain(&a, "sa-two").await;
-    delivered.sort();
-    let before = delivered.len();
-    delivered.dedup();
-    assert_eq!((before, delivered.len()), (400, 400));
+    assert_eq!(delivered_once(&a, "sa-two", "").await, 400);
 }
 
 /// Two nodes, four tasks each, push requests that span three of four partitions in varying
@@ -478,45 +506,19 @@ async fn concurrent_first_pushes_into_new_partitions_store_each_message_once() {
     };
 
     // Act: 2 nodes x 4 tasks x 6 partitions, one request of 3 messages each.
-    let tasks = (0..2).flat_map(|node| (0..4).map(move |task| (node, task)));
-    let answers: Vec<Vec<Value>> = join_all(tasks.map(|(node, task)| {
-        let broker = if node == 0 { &a } else { &b };
-        async move {
-            let mut out = Vec::new();
-            for round in 0..6 {
-                let p = (round + task * 5 + node) % 6;
-                let (status, answer) = broker.post("/api/v1/push", &body(node, task, p)).await;
-                assert_eq!(status, StatusCode::CREATED, "{answer}");
-                out.extend(answer.as_array().unwrap().iter().cloned());
-            }
-            out
-        }
-    }))
+    let answers = push_from_two_nodes(&a, &b, 6, |node, task, round| {
+        body(node, task, (round + task * 5 + node) % 6)
+    })
     .await;
 
     // Assert
-    let mut by_partition: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for a in answers.iter().flatten() {
-        assert_eq!(a["status"], "queued", "{a}");
-        by_partition
-            .entry(a["partitionId"].to_string())
-            .or_default()
-            .push(a["offset"].as_i64().unwrap());
-    }
+    let by_partition = assert_dense_offsets(&answers);
     assert_eq!(by_partition.len(), 6);
-    for offsets in by_partition.values_mut() {
-        offsets.sort_unstable();
-        assert_eq!(*offsets, (0..24).collect::<Vec<_>>());
-    }
+    assert!(by_partition.values().all(|&n| n == 24), "{by_partition:?}");
     let (single_a, _) = appends(&a).await;
     let (single_b, _) = appends(&b).await;
     assert!(single_a + single_b > 0, "{single_a} / {single_b}");
-    let mut delivered = drain(&a, "sa-race").await;
-    delivered.retain(|d| d != "seed");
-    delivered.sort();
-    let before = delivered.len();
-    delivered.dedup();
-    assert_eq!((before, delivered.len()), (144, 144));
+    assert_eq!(delivered_once(&a, "sa-race", "seed").await, 144);
 }
 
 /// A node whose window knows nothing of an existing partition (another node created it)
