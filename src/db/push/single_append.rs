@@ -199,20 +199,7 @@ pub async fn try_single_append(
     let Some(segment) = single_segment(append) else {
         return Ok(None);
     };
-    let params = single_params(append, &segment);
-    let mut rows = Vec::new();
-    if append.known_last.is_none() {
-        rows = tx
-            .query(&statements.first, &params)
-            .await
-            .map_err(|e| DbError::query("push_first_append", e))?;
-    }
-    if rows.is_empty() {
-        rows = tx
-            .query(&statements.single, &params)
-            .await
-            .map_err(|e| DbError::query("push_single_append", e))?;
-    }
+    let rows = first_or_single(tx, statements, append, &segment).await?;
     let appended = stored(rows, 1).and_then(|mut all| all.pop());
     Ok(appended.map(|a| AppendOutcome::Stored {
         partition_id: a.partition_id,
@@ -220,6 +207,32 @@ pub async fn try_single_append(
         window_secs: a.window_secs,
         single_statement: true,
     }))
+}
+
+/// The rows of [`FIRST`] when the window knows nothing of the partition and it created
+/// the partition, else those of [`SINGLE`]: both the transactional path and the one-round-
+/// trip path append one partition this way, inside the caller's transaction or each as a
+/// transaction of its own.
+async fn first_or_single(
+    client: &impl GenericClient,
+    statements: &SingleStatements,
+    append: &PartitionAppend<'_>,
+    segment: &NewSegment<'_>,
+) -> Result<Vec<Row>, DbError> {
+    let params = single_params(append, segment);
+    if append.known_last.is_none() {
+        let rows = client
+            .query(&statements.first, &params)
+            .await
+            .map_err(|e| DbError::query("push_first_append", e))?;
+        if !rows.is_empty() {
+            return Ok(rows);
+        }
+    }
+    client
+        .query(&statements.single, &params)
+        .await
+        .map_err(|e| DbError::query("push_single_append", e))
 }
 
 /// The statement for every partition of `appends` (each one segment, in (queue,
@@ -238,18 +251,11 @@ pub async fn append_alone(
             let Some(segment) = single_segment(append) else {
                 return Ok(None);
             };
-            let params = single_params(append, &segment);
             let statements = statements(conn).await?;
-            if append.known_last.is_none() {
-                let rows = conn
-                    .query_alone("push_first_append", &statements.first, &params)
-                    .await?;
-                if !rows.is_empty() {
-                    return Ok(stored(rows, 1));
-                }
-            }
-            conn.query_alone("push_single_append", &statements.single, &params)
-                .await?
+            // Outside any transaction block, each statement commits on its own (see
+            // `PgConn::query_alone`).
+            let rows = first_or_single(conn.client(), &statements, append, &segment).await;
+            rows.map_err(|e| conn.note(e))?
         }
         _ => {
             let Some(arrays) = Arrays::of(appends) else {
