@@ -4,8 +4,9 @@
 //! each with its executor start-up, for a push that in most cases appends one segment to a
 //! partition whose last offset the broker's dedup window already covers. This statement does
 //! exactly that append, for one partition or several at once, and nothing else: it locks
-//! the partition rows `FOR NO KEY UPDATE` in (queue, partition) byte order (the order every
-//! append locks them in; held to the caller's COMMIT, as `log_push_v2` holds them), and
+//! the partition rows (held to the caller's COMMIT, as `log_push_v2` holds them; several
+//! `FOR NO KEY UPDATE` in (queue, partition) byte order, the order every append locks them
+//! in; one by updating it first, the `UPDATE`'s own lock), and
 //! appends only when the window's check is complete for every one of them (each partition's
 //! last offset is the one the broker knows, or the partition is empty, or the queue's dedup
 //! is off), with the same offsets, created_at rule and hashes `log_push_v2` would write.
@@ -27,43 +28,43 @@ use super::{AppendOutcome, NewSegment, PartitionAppend};
 /// otherwise. Kept apart from [`MANY`], which does the same over arrays: this plain form
 /// cost PostgreSQL about a fifth less CPU per push at batch 10 (queen-bench, 19-20 against
 /// 24-26 s per million messages), and most commits hold one partition.
+///
+/// The partition row is updated first, and that `UPDATE` is the lock: a `FOR NO KEY UPDATE`
+/// before it wrote a lock record of its own to the WAL for every push. A concurrent writer
+/// of the same row makes the `UPDATE` wait for its commit and check the row again, so a
+/// window that went stale meanwhile updates nothing and nothing is inserted. The segment's
+/// `created_at` is read after the `UPDATE` holds the row, from the same snapshot as before.
 const SINGLE: &str = "
-WITH part AS (
-    SELECT p.id, p.last_offset, coalesce(q.dedup_window_seconds, $5::integer) AS window_seconds
-    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-    WHERE q.tenant = $1 AND q.name = $2 AND p.name = $3
+WITH upd AS (
+    UPDATE queen.log_partitions p
+    SET last_offset = p.last_offset + $6::integer,
+        last_write_at = date_trunc('second', greatest(clock_timestamp(),
+            (SELECT s.created_at FROM queen.log_segments s
+             WHERE s.partition_id = p.id
+             ORDER BY s.base_offset DESC LIMIT 1)))
+    FROM queen.queues q
+    WHERE q.id = p.queue_id AND q.tenant = $1 AND q.name = $2 AND p.name = $3
       -- A queue with a maxSize is counted and locked by log_push_v2 only.
       AND q.max_size = 0
-      -- A stale partition is not locked: the statement declines read-only.
       AND NOT (coalesce(q.dedup_window_seconds, $5::integer) > 0 AND p.last_offset >= 0
                AND p.last_offset IS DISTINCT FROM $4::bigint)
-    FOR NO KEY UPDATE OF p
-), ok AS (
-    SELECT part.id, part.last_offset, part.window_seconds,
-           greatest(clock_timestamp(),
-                    (SELECT s.created_at FROM queen.log_segments s
-                     WHERE s.partition_id = part.id
-                     ORDER BY s.base_offset DESC LIMIT 1)) AS created
-    FROM part
-    WHERE NOT (part.window_seconds > 0 AND part.last_offset >= 0
-               AND part.last_offset IS DISTINCT FROM $4::bigint)
+    RETURNING p.id, p.last_offset - $6::integer AS last_offset,
+              coalesce(q.dedup_window_seconds, $5::integer) AS window_seconds
 ), ins AS (
     INSERT INTO queen.log_segments
         (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
          txn_hashes)
-    SELECT ok.id, ok.last_offset + 1, ok.last_offset + $6::integer, $6::integer, ok.created,
+    SELECT upd.id, upd.last_offset + 1, upd.last_offset + $6::integer, $6::integer,
+           greatest(clock_timestamp(),
+                    (SELECT s.created_at FROM queen.log_segments s
+                     WHERE s.partition_id = upd.id
+                     ORDER BY s.base_offset DESC LIMIT 1)),
            $7::smallint, $10::text, $8::bytea, $9::bigint[]
-    FROM ok
+    FROM upd
     RETURNING partition_id
-), upd AS (
-    UPDATE queen.log_partitions p
-    SET last_offset = ok.last_offset + $6::integer,
-        last_write_at = date_trunc('second', ok.created)
-    FROM ok WHERE p.id = ok.id
-    RETURNING p.id
 )
-SELECT 1::bigint, ok.id, ok.last_offset, ok.window_seconds
-FROM ok JOIN ins ON ins.partition_id = ok.id JOIN upd ON upd.id = ok.id";
+SELECT 1::bigint, upd.id, upd.last_offset, upd.window_seconds
+FROM upd JOIN ins ON ins.partition_id = upd.id";
 
 /// A partition's first segment, with the partition: the parameters of [`SINGLE`], for a
 /// partition the broker's window has never seen (`$4` NULL). When the queue exists without
