@@ -82,6 +82,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("058_segments_inline.sql"),
     sql_file!("060_tenant_leases.sql"),
     sql_file!("061_tenant_limits.sql"),
+    sql_file!("062_segments_without_foreign_key.sql"),
 ];
 
 /// Where refinery records applied migrations.

@@ -199,7 +199,35 @@ pub async fn push_prebuilt(
 /// Stores a push [`prepare`] made ready. Items and preparation are shared, not moved, so a
 /// caller that must do something else with them when the store fails (the push spool
 /// writes them to disk) still has them, at the cost of two reference counts per request.
+///
+/// A push that stored nothing because it met a concurrent queue delete (a deadlock with
+/// it, or the queue row gone when the push created a partition) is tried again, at most
+/// [`PUSH_ATTEMPTS`] times in all: it then creates the queue afresh, as a push after the
+/// delete would.
 pub async fn push_prepared(
+    broker: &Broker,
+    tenant: &Tenant,
+    items: Arc<Vec<PushItem>>,
+    prepared: Arc<PreparedPush>,
+    zstd_level: i32,
+) -> Result<Vec<PushOutcome>, PushError> {
+    let mut attempt = 1;
+    loop {
+        let result = push_once(broker, tenant, items.clone(), prepared.clone(), zstd_level).await;
+        match result {
+            Err(PushError::Db(e)) if e.lost_to_a_queue_delete() && attempt < PUSH_ATTEMPTS => {
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+/// How many times a push that met a concurrent queue delete is tried in all.
+pub const PUSH_ATTEMPTS: u32 = 5;
+
+/// One try of [`push_prepared`].
+async fn push_once(
     broker: &Broker,
     tenant: &Tenant,
     items: Arc<Vec<PushItem>>,

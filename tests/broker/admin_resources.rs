@@ -244,3 +244,74 @@ async fn deleting_a_queue_removes_everything_and_its_transaction_ids_are_free_ag
         json!({"deleted": true, "queue": "nope", "existed": false})
     );
 }
+
+/// A queue deleted again and again while producers push into it leaves no segment behind
+/// without its partition, and every partition left holds exactly its offsets: the
+/// segments carry no foreign key (sql/062), so this is the appends' partition lock and the
+/// delete's trigger at work.
+#[actix_rt::test]
+async fn a_queue_deleted_while_pushes_land_leaves_no_segment_without_its_partition() {
+    // Arrange
+    let b = TestBroker::start().await;
+    let producer = |k: usize| {
+        let b = &b;
+        async move {
+            let mut failed = Vec::new();
+            for round in 0..40 {
+                let items: Vec<Value> = (0..5)
+                    .map(|i| {
+                        json!({"queue": "res-race", "partition": format!("p{}", (k + round) % 8),
+                                    "payload": {"k": k, "round": round, "i": i}})
+                    })
+                    .collect();
+                let (status, body) = b.post("/api/v1/push", &json!({"items": items})).await;
+                if !status.is_success() {
+                    failed.push(format!("{status} {body}"));
+                }
+            }
+            failed
+        }
+    };
+    let deleter = async {
+        let mut existed = 0;
+        for _ in 0..40 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let (status, body) = delete(&b, "/api/v1/resources/queues/res-race").await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            existed += usize::from(body["existed"] == true);
+        }
+        existed
+    };
+
+    // Act
+    let (failed, existed) = tokio::join!(
+        futures_util::future::join_all((0..8).map(producer)),
+        deleter
+    );
+
+    // Assert
+    let failed: Vec<String> = failed.into_iter().flatten().collect();
+    assert!(failed.is_empty(), "every push is stored: {failed:?}");
+    assert!(existed > 0, "some deletes met the queue with data in it");
+    assert_eq!(
+        sql_count(
+            &b,
+            "SELECT count(*) FROM queen.log_segments s
+             WHERE NOT EXISTS (SELECT 1 FROM queen.log_partitions p WHERE p.id = s.partition_id)"
+        )
+        .await,
+        0,
+        "no segment outlives its partition"
+    );
+    assert_eq!(
+        sql_count(
+            &b,
+            "SELECT count(*) FROM queen.log_partitions p
+             WHERE p.last_offset + 1 <> (SELECT coalesce(sum(s.msg_count), 0)
+                                         FROM queen.log_segments s WHERE s.partition_id = p.id)"
+        )
+        .await,
+        0,
+        "each partition left holds its offsets 0..=last_offset, nothing else"
+    );
+}

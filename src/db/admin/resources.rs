@@ -85,13 +85,26 @@ pub async fn tasks(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
 }
 
 /// Deletes a queue and everything stored for it, dedup rows included; true when it
-/// existed (`queen.queue_delete_v1`).
+/// existed (`queen.queue_delete_v1`). The delete locks the queue's partitions in id order
+/// while a combined push locks them in name order, so under pushes PostgreSQL can find a
+/// deadlock and cancel the delete: it is then tried again (at most [`DELETE_ATTEMPTS`]
+/// times), as it changed nothing.
 #[instrument(skip_all, fields(db.system = "postgresql", db.operation = "queue_delete_v1"))]
 pub async fn delete_queue(conn: &mut PgConn, tenant: &str, queue: &str) -> Result<bool, DbError> {
     const OP: &str = "queue_delete_v1";
     let st = conn
         .statement(OP, "SELECT queen.queue_delete_v1($1, $2)")
         .await?;
-    let row = conn.client().query_one(&st, &[&tenant, &queue]).await;
-    Ok(row.map_err(|e| conn.note(DbError::query(OP, e)))?.get(0))
+    let mut attempt = 1;
+    loop {
+        let row = conn.client().query_one(&st, &[&tenant, &queue]).await;
+        match row.map_err(|e| DbError::query(OP, e)) {
+            Ok(row) => return Ok(row.get(0)),
+            Err(e) if e.is_retryable() && attempt < DELETE_ATTEMPTS => attempt += 1,
+            Err(e) => return Err(conn.note(e)),
+        }
+    }
 }
+
+/// How many times a queue delete cancelled by a deadlock is run in all.
+pub const DELETE_ATTEMPTS: u32 = 5;
