@@ -12,6 +12,14 @@ use serde_json::{json, Value};
 use crate::support::fixtures::{counter, sql_count};
 use crate::support::{postgres, TestBroker};
 
+/// Two brokers with default settings on one fresh database: two nodes of one cluster.
+async fn two_nodes() -> [TestBroker; 2] {
+    let pg = postgres::fresh_database().await;
+    let a = TestBroker::start_on(pg.clone(), &[]).await;
+    let b = TestBroker::start_on(pg, &[]).await;
+    [a, b]
+}
+
 /// Both append counters, read now: (one statement, log_push_v2).
 async fn appends(b: &TestBroker) -> (i64, i64) {
     (
@@ -186,9 +194,7 @@ async fn a_push_the_windows_cover_commits_in_one_round_trip_and_others_take_the_
 #[actix_rt::test]
 async fn two_nodes_pushing_into_the_same_partitions_keep_offsets_dense_and_dedup() {
     // Arrange
-    let pg = postgres::fresh_database().await;
-    let a = TestBroker::start_on(pg.clone(), &[]).await;
-    let b = TestBroker::start_on(pg, &[]).await;
+    let [a, b] = two_nodes().await;
     let body = |node: usize, task: usize, round: usize| -> Value {
         let items: Vec<Value> = (0..5)
             .map(|k| {
@@ -227,9 +233,7 @@ async fn two_nodes_pushing_into_the_same_partitions_keep_offsets_dense_and_dedup
 #[actix_rt::test]
 async fn concurrent_pushes_over_several_shared_partitions_store_each_id_once() {
     // Arrange
-    let pg = postgres::fresh_database().await;
-    let a = TestBroker::start_on(pg.clone(), &[]).await;
-    let b = TestBroker::start_on(pg, &[]).await;
+    let [a, b] = two_nodes().await;
     let fresh = |node: usize, task: usize, round: usize| -> Vec<Value> {
         (0..6)
             .map(|k| {
@@ -444,9 +448,7 @@ async fn a_push_whose_commit_fails_after_its_statement_ran_is_not_answered_as_st
 #[actix_rt::test]
 async fn a_first_push_into_an_existing_queue_creates_its_partition_in_one_statement() {
     // Arrange
-    let pg = postgres::fresh_database().await;
-    let a = TestBroker::start_on(pg.clone(), &[]).await;
-    let b = TestBroker::start_on(pg, &[]).await;
+    let [a, b] = two_nodes().await;
     a.push("sa-first", "old", &[json!("o")]).await;
     let before_a = appends(&a).await;
     let before_b = appends(&b).await;
@@ -490,9 +492,7 @@ async fn a_first_push_into_an_existing_queue_creates_its_partition_in_one_statem
 #[actix_rt::test]
 async fn concurrent_first_pushes_into_new_partitions_store_each_message_once() {
     // Arrange
-    let pg = postgres::fresh_database().await;
-    let a = TestBroker::start_on(pg.clone(), &[]).await;
-    let b = TestBroker::start_on(pg, &[]).await;
+    let [a, b] = two_nodes().await;
     a.push("sa-race", "seed", &[json!("seed")]).await;
     let body = |node: usize, task: usize, p: usize| -> Value {
         let items: Vec<Value> = (0..3)

@@ -33,15 +33,16 @@ use super::{AppendOutcome, NewSegment, PartitionAppend};
 /// before it wrote a lock record of its own to the WAL for every push. A concurrent writer
 /// of the same row makes the `UPDATE` wait for its commit and check the row again, so a
 /// window that went stale meanwhile updates nothing and nothing is inserted. The segment's
-/// `created_at` is read after the `UPDATE` holds the row, from the same snapshot as before.
+/// `created_at` is read after the `UPDATE` holds the row, from the same snapshot as before;
+/// `last_write_at` comes out as before (the truncated `created_at`) without reading the
+/// previous segment, since every writer leaves it at that segment's truncated time.
 const SINGLE: &str = "
 WITH upd AS (
     UPDATE queen.log_partitions p
     SET last_offset = p.last_offset + $6::integer,
-        last_write_at = date_trunc('second', greatest(clock_timestamp(),
-            (SELECT s.created_at FROM queen.log_segments s
-             WHERE s.partition_id = p.id
-             ORDER BY s.base_offset DESC LIMIT 1)))
+        -- Every append sets it from its segment's created_at, so the row already holds
+        -- the newest segment's (whole seconds): no second look at the segments.
+        last_write_at = greatest(p.last_write_at, date_trunc('second', clock_timestamp()))
     FROM queen.queues q
     WHERE q.id = p.queue_id AND q.tenant = $1 AND q.name = $2 AND p.name = $3
       -- A queue with a maxSize is counted and locked by log_push_v2 only.
