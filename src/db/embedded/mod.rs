@@ -99,36 +99,36 @@ impl EmbeddedPostgres {
             .context(|| format!("resolve {}", layout.pgdata.display()))?;
         prepare_log(&layout.log, &account)?;
 
-        let lock = postmaster::lock(&layout.pgdata)?;
-        let (pid_file, started_here) = match lock {
-            Lock::Live(pid_file) => (pid_file, false),
-            Lock::Absent | Lock::Stale => {
-                let socket_dir = layout.socket_dir(opts.port);
-                socket_dir.prepare(&account)?;
-                if matches!(lock, Lock::Stale) {
-                    clear_stale(&layout, socket_dir.path(), opts.port, deadline)?;
-                }
-                launch(&binaries, &account, &layout, socket_dir.path(), &opts)?;
-                match postmaster::lock(&layout.pgdata)? {
-                    Lock::Live(pid_file) => (pid_file, true),
-                    _ => return Err(not_ready(began, &layout.log)),
-                }
+        // A server we adopt may be dying (killed a moment ago, its process
+        // not yet gone): if it exits before it answers, decide again.
+        let (pid_file, started_here, socket_dir, port) = loop {
+            let (pid_file, started_here) =
+                running_or_launched(&binaries, &account, &layout, &opts, began, deadline)?;
+            let port = pid_file.port.unwrap_or(opts.port);
+            if port != opts.port {
+                tracing::warn!(port, wanted = opts.port, "adopted server uses another port");
             }
+            let socket_dir = match &pid_file.socket_dir {
+                Some(dir) => dir.clone(),
+                None => layout.socket_dir(port).path().to_path_buf(),
+            };
+            let socket = socket_file(&socket_dir, port);
+            let mut exited = false;
+            let answered = postmaster::poll_until(deadline, || {
+                exited = !postmaster::serves(pid_file.pid, &layout.pgdata);
+                exited || postmaster::probe(&socket, &opts.user) == Probe::Ready
+            });
+            if answered && !exited {
+                break (pid_file, started_here, socket_dir, port);
+            }
+            if !answered || started_here {
+                return Err(not_ready(began, &layout.log));
+            }
+            tracing::warn!(
+                pid = pid_file.pid,
+                "the running server exited before answering"
+            );
         };
-        let port = pid_file.port.unwrap_or(opts.port);
-        if port != opts.port {
-            tracing::warn!(port, wanted = opts.port, "adopted server uses another port");
-        }
-        let socket_dir = match pid_file.socket_dir {
-            Some(dir) => dir,
-            None => layout.socket_dir(port).path().to_path_buf(),
-        };
-        let socket = socket_file(&socket_dir, port);
-        if !postmaster::poll_until(deadline, || {
-            postmaster::probe(&socket, &opts.user) == Probe::Ready
-        }) {
-            return Err(not_ready(began, &layout.log));
-        }
         tracing::info!(
             data_dir = %layout.data_dir.display(),
             elapsed_ms = began.elapsed().as_millis() as u64,
@@ -225,6 +225,32 @@ impl EmbeddedPostgres {
     /// Whether the postmaster this value refers to still runs.
     fn is_running(&self) -> Result<bool, EmbeddedError> {
         Ok(matches!(postmaster::lock(&self.layout.pgdata)?, Lock::Live(p) if p.pid == self.pid))
+    }
+}
+
+/// The postmaster to use: the one already serving the folder, else one
+/// started now (after clearing what a dead one left). The flag says which.
+fn running_or_launched(
+    binaries: &binaries::Binaries,
+    account: &Account,
+    layout: &Layout,
+    opts: &EmbeddedOptions,
+    began: Instant,
+    deadline: Instant,
+) -> Result<(postmaster::PidFile, bool), EmbeddedError> {
+    let lock = postmaster::lock(&layout.pgdata)?;
+    if let Lock::Live(pid_file) = lock {
+        return Ok((pid_file, false));
+    }
+    let socket_dir = layout.socket_dir(opts.port);
+    socket_dir.prepare(account)?;
+    if matches!(lock, Lock::Stale) {
+        clear_stale(layout, socket_dir.path(), opts.port, deadline)?;
+    }
+    launch(binaries, account, layout, socket_dir.path(), opts)?;
+    match postmaster::lock(&layout.pgdata)? {
+        Lock::Live(pid_file) => Ok((pid_file, true)),
+        _ => Err(not_ready(began, &layout.log)),
     }
 }
 

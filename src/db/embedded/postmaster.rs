@@ -69,7 +69,7 @@ pub(crate) fn lock(pgdata: &Path) -> Result<Lock, EmbeddedError> {
 }
 
 /// True if process `pid` exists, is not a zombie, and works in `pgdata`.
-fn serves(pid: i32, pgdata: &Path) -> bool {
+pub(crate) fn serves(pid: i32, pgdata: &Path) -> bool {
     fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == pgdata)
 }
 

@@ -162,6 +162,40 @@ fn a_killed_postmaster_is_replaced_and_its_old_handle_leaves_the_new_one_alone()
 }
 
 #[test]
+fn a_server_that_exits_while_being_adopted_is_replaced_without_waiting_out_the_timeout() {
+    // What a start right after `kill -9` sees: postmaster.pid names a
+    // process still working in pgdata (so it looks alive), but it dies
+    // before it answers. Here a `sleep` plays that dying postmaster.
+    let dir = scratch();
+    let mut pg = EmbeddedPostgres::start(options(dir.path())).unwrap();
+    pg.stop().unwrap();
+    drop(pg);
+    let pgdata = fs::canonicalize(dir.path().join("pgdata")).unwrap();
+    let dying = KillOnDrop(
+        std::process::Command::new("/bin/sleep")
+            .arg("1")
+            .current_dir(&pgdata)
+            .spawn()
+            .unwrap(),
+    );
+    let pid_file = format!(
+        "{}\n{}\n0\n5432\n{}\n\n0 0\nready\n",
+        dying.0.id(),
+        pgdata.display(),
+        dir.path().join("socket").display()
+    );
+    fs::write(pgdata.join("postmaster.pid"), pid_file).unwrap();
+    assert!(matches!(postmaster::lock(&pgdata).unwrap(), Lock::Live(_)));
+
+    let began = Instant::now();
+    let pg = EmbeddedPostgres::start(options(dir.path())).unwrap();
+    assert!(pg.started_here);
+    assert_ne!(pg.pid, dying.0.id() as i32);
+    assert_eq!(sql(&pg, "SELECT 1"), ["1"]);
+    assert!(began.elapsed() < START_TIMEOUT / 2, "{:?}", began.elapsed());
+}
+
+#[test]
 fn a_missing_bin_dir_says_what_to_install_before_touching_anything() {
     let dir = scratch();
     let data_dir = dir.path().join("data");
