@@ -83,6 +83,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("060_tenant_leases.sql"),
     sql_file!("061_tenant_limits.sql"),
     sql_file!("062_segments_without_foreign_key.sql"),
+    sql_file!("063_leases_named_by_partition.sql"),
 ];
 
 /// Where refinery records applied migrations.

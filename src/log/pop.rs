@@ -125,7 +125,18 @@ impl<'a> Pop<'a> {
         let _permit = self.broker.permit().await?;
         let mut conn = self.claim_conn().await?;
         let slices = claim(&mut conn, scope, &self.params()).await;
-        self.finish(conn, slices).await
+        self.finish(conn, slices, &self.worker).await
+    }
+
+    /// The lease id a one-partition claim grants: the pop's id naming the partition, so
+    /// PostgreSQL finds the lease's row by its primary key and the claim's update touches
+    /// no indexed column (sql/063_leases_named_by_partition.sql). Empty with auto-ack.
+    fn named_lease(&self, partition_id: i64) -> String {
+        if self.worker.is_empty() {
+            String::new()
+        } else {
+            format!("{}.{partition_id}", self.worker)
+        }
     }
 
     /// A connection for a claim; an auto-ack pop opens its transaction on it.
@@ -137,13 +148,14 @@ impl<'a> Pop<'a> {
         Ok(conn)
     }
 
-    /// Ends a claim made on `conn`. A failed or empty auto-ack claim ends its transaction
-    /// now (an empty claim may still have sealed a cursor or seeded a first contact); a
-    /// delivered one keeps it open in the [`Claim`].
+    /// Ends a claim made on `conn` under `lease`. A failed or empty auto-ack claim ends its
+    /// transaction now (an empty claim may still have sealed a cursor or seeded a first
+    /// contact); a delivered one keeps it open in the [`Claim`].
     async fn finish(
         &self,
         mut conn: Conn<'a>,
         slices: Result<Vec<ClaimedSlice>, DbError>,
+        lease: &str,
     ) -> Result<Option<Claim<'a>>, DbError> {
         let auto_ack = self.req.auto_ack;
         let slices = match slices {
@@ -164,7 +176,7 @@ impl<'a> Pop<'a> {
         }
         Ok(Some(Claim {
             delivery: Delivery {
-                lease_id: self.worker.clone(),
+                lease_id: lease.to_owned(),
                 slices,
             },
             open: auto_ack.then_some(conn),

@@ -3,8 +3,10 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use std::time::Duration;
+
 use crate::support::fixtures::{consumer_row, entry, numbers, partition_id, sql_count};
-use crate::support::TestBroker;
+use crate::support::{ack_batch, eventually, two_nodes, TestBroker};
 
 /// A bodiless lease extend renews every partition claimed under the lease.
 #[actix_rt::test]
@@ -42,6 +44,118 @@ async fn extending_a_lease_with_no_body_renews_every_partition_under_it() {
         renewed, 2,
         "both partition leases run to the queue's lease time"
     );
+}
+
+/// A one-partition pop's lease names its partition, and another node finds it by that
+/// name alone: it extends the lease, and a bundle requiring it commits there.
+#[actix_rt::test]
+async fn a_one_partition_lease_is_extended_and_required_through_another_node() {
+    // Arrange
+    let [a, b] = two_nodes().await;
+    a.push("named", "A", &[json!("a"), json!("b")]).await;
+    // The group's first pop creates its cursor row through the SQL functions; the next
+    // one is the one-partition claim.
+    let first = a.pop_messages("/api/v1/pop/queue/named?batch=1").await;
+    a.ack_all(&first, "completed", None).await;
+    let popped = a
+        .pop_messages("/api/v1/pop/queue/named?batch=1&leaseSeconds=5")
+        .await;
+    assert_eq!(popped.len(), 1, "{popped:?}");
+    let lease = popped[0]["leaseId"].as_str().unwrap().to_owned();
+    let pid = popped[0]["partitionId"].as_str().unwrap().to_owned();
+    assert!(
+        lease.ends_with(&format!(".{pid}")),
+        "{lease} names partition {pid}"
+    );
+
+    // Act
+    let (status, extended) = post_empty(&b, &format!("/api/v1/lease/{lease}/extend")).await;
+    let (_, bundle) = b
+        .post(
+            "/api/v1/transaction",
+            &json!({
+                "operations": [{"type": "ack", "transactionId": popped[0]["transactionId"],
+                                "partitionId": pid, "status": "completed", "leaseId": lease}],
+                "requiredLeases": [lease],
+            }),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(status, StatusCode::OK, "{extended}");
+    assert_eq!(extended["success"], true, "{extended}");
+    assert_eq!(extended["renewed"], 1, "{extended}");
+    assert_eq!(bundle["success"], true, "{bundle}");
+    assert_eq!(bundle["results"][0]["leaseReleased"], true, "{bundle}");
+    assert!(a.pop_messages("/api/v1/pop/queue/named").await.is_empty());
+}
+
+/// A bare lease id, as brokers of the previous version grant from their one-partition
+/// claim, is still found by its id alone.
+#[actix_rt::test]
+async fn a_bare_lease_from_a_previous_version_broker_still_extends() {
+    // Arrange: a lease held the way such a broker's claim leaves the row.
+    let b = TestBroker::start().await;
+    b.push("bare", "A", &[json!("a")]).await;
+    let popped = b.pop_messages("/api/v1/pop/queue/bare").await;
+    let pid = partition_id(&popped[0]);
+    let bare = "0190a5b2-0000-7000-8000-0000000000aa";
+    let client = b.sql().await;
+    client
+        .execute(
+            "UPDATE queen.log_consumers SET worker_id = $1 WHERE partition_id = $2",
+            &[&bare, &pid],
+        )
+        .await
+        .unwrap();
+
+    // Act
+    let (_, extended) = post_empty(&b, &format!("/api/v1/lease/{bare}/extend")).await;
+    let acked = ack_batch(
+        &b.http,
+        &b.base,
+        &[json!({"transactionId": popped[0]["transactionId"],
+                 "partitionId": popped[0]["partitionId"], "leaseId": bare})],
+        "completed",
+        None,
+    )
+    .await;
+
+    // Assert
+    assert_eq!(extended["success"], true, "{extended}");
+    assert_eq!(extended["renewed"], 1, "{extended}");
+    assert_eq!(acked[0]["success"], true, "{acked:?}");
+}
+
+/// The cursor row of a partition popped and acked over and over is rewritten in place (a
+/// HOT update): no claim or release touches an indexed column, so no index entry is
+/// written per cycle.
+#[actix_rt::test]
+async fn popping_and_acking_rewrites_the_cursor_row_in_place() {
+    // Arrange
+    let b = TestBroker::start().await;
+    b.push("hot", "A", &numbers(0..40)).await;
+
+    // Act: forty cycles of a one-message pop and its ack.
+    for _ in 0..40 {
+        let popped = b.pop_messages("/api/v1/pop/queue/hot?batch=1").await;
+        assert_eq!(popped.len(), 1);
+        let acked = ack_batch(&b.http, &b.base, &popped, "completed", None).await;
+        assert_eq!(acked[0]["success"], true, "{acked:?}");
+    }
+
+    // Assert: PostgreSQL's statistics reach the view within its flush interval.
+    let query = "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables \
+                 WHERE relid = 'queen.log_consumers'::regclass";
+    let client = b.sql().await;
+    let (updates, hot) = eventually(Duration::from_secs(30), || async {
+        let row = client.query_one(query, &[]).await.unwrap();
+        let (updates, hot): (i64, i64) = (row.get(0), row.get(1));
+        (updates >= 80).then_some((updates, hot))
+    })
+    .await
+    .expect("eighty cursor-row updates counted");
+    assert!(hot >= updates - 4, "{hot} of {updates} updates were HOT");
 }
 
 /// Extending an unknown lease answers success false with HTTP 200.

@@ -10,15 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{counter, sql_count};
-use crate::support::{postgres, TestBroker};
-
-/// Two brokers with default settings on one fresh database: two nodes of one cluster.
-async fn two_nodes() -> [TestBroker; 2] {
-    let pg = postgres::fresh_database().await;
-    let a = TestBroker::start_on(pg.clone(), &[]).await;
-    let b = TestBroker::start_on(pg, &[]).await;
-    [a, b]
-}
+use crate::support::{postgres, two_nodes, TestBroker};
 
 /// Both append counters, read now: (one statement, log_push_v2).
 async fn appends(b: &TestBroker) -> (i64, i64) {

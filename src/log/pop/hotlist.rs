@@ -15,7 +15,8 @@ use crate::broker::MIN_POP_WAIT_IN_USE;
 use crate::db::ack::LeasedSpan;
 use crate::db::pop::single_claim::{try_single_claim, SingleClaim};
 use crate::db::pop::{
-    claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimedSlice, PopScope,
+    claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimParams, ClaimedSlice,
+    PopScope,
 };
 use crate::db::{DbError, PgConn};
 use crate::domain::QueueName;
@@ -35,39 +36,47 @@ pub(super) async fn claim_candidates<'a>(
 ) -> Result<Option<Claim<'a>>, DbError> {
     let _permit = pop.broker.permit().await?;
     let mut conn = pop.claim_conn().await?;
-    let slices = claim_lent(pop, &mut conn, queue, loan, skip_window).await;
-    pop.finish(conn, slices).await
+    match claim_lent(pop, &mut conn, queue, loan, skip_window).await {
+        Ok((slices, lease)) => pop.finish(conn, Ok(slices), &lease).await,
+        Err(e) => pop.finish(conn, Err(e), &pop.worker).await,
+    }
 }
 
-/// The statements of [`claim_candidates`], on its connection.
+/// The statements of [`claim_candidates`], on its connection; what they claimed and the
+/// lease id they granted it under.
 async fn claim_lent(
     pop: &Pop<'_>,
     conn: &mut PgConn,
     queue: &QueueName,
     loan: Loan,
     skip_window: bool,
-) -> Result<Vec<ClaimedSlice>, DbError> {
+) -> Result<(Vec<ClaimedSlice>, String), DbError> {
     let ids: Vec<i64> = loan.partitions().iter().map(|p| p.id).collect();
     let params = pop.params();
     if let (1, Some(&first)) = (params.partitions, ids.first()) {
         Metrics::bump(&pop.broker.metrics.sql_single);
+        let lease = pop.named_lease(first);
+        let single = ClaimParams {
+            worker: &lease,
+            ..params.clone()
+        };
         if let Some(mut claim) =
-            try_single_claim(conn, queue.as_str(), &params, first, skip_window).await?
+            try_single_claim(conn, queue.as_str(), &single, first, skip_window).await?
         {
             loan.check_in(verdicts(&single_claim_verdicts(&ids, &claim)));
-            book(pop, first, &mut claim);
-            return Ok(claim.slices);
+            book(pop, first, &lease, &mut claim);
+            return Ok((claim.slices, lease));
         }
     }
     Metrics::bump(&pop.broker.metrics.sql_list);
     let (slices, found) = claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?;
     loan.check_in(verdicts(&found));
-    Ok(slices)
+    Ok((slices, pop.worker.clone()))
 }
 
 /// Books what a leased single claim took in the node's lease book, so the ack of this pop
 /// through this node can skip re-reading it (see `log::ack::lease_book`).
-fn book(pop: &Pop<'_>, partition_id: i64, claim: &mut SingleClaim) {
+fn book(pop: &Pop<'_>, partition_id: i64, lease: &str, claim: &mut SingleClaim) {
     let lease_for = claim
         .lease_until
         .and_then(|until| (until - Utc::now()).to_std().ok());
@@ -89,7 +98,7 @@ fn book(pop: &Pop<'_>, partition_id: i64, claim: &mut SingleClaim) {
         pop.tenant.as_str(),
         pop.req.group.as_str(),
         partition_id,
-        &pop.worker,
+        lease,
         span,
         lease_for,
     );

@@ -242,6 +242,14 @@ pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
     (status, body)
 }
 
+/// Two brokers on one fresh database: what a behaviour across nodes is tested with.
+pub async fn two_nodes() -> [TestBroker; 2] {
+    let pg = postgres::fresh_database().await;
+    let a = TestBroker::start_on(pg.clone(), &[]).await;
+    let b = TestBroker::start_on(pg, &[]).await;
+    [a, b]
+}
+
 /// Acks messages (as popped) with one status through `POST {base}/api/v1/ack/batch`;
 /// asserts a 200 and returns the per-item answers. Any broker, in-process or not.
 pub async fn ack_batch(
