@@ -30,7 +30,8 @@
 --   The cursor rows held under any of the leases right now (worker_id = the lease), as
 --   above. No locks.
 -- log_lease_extend_v1/v2 and lease_require_v1/v2 keep their contracts (009, 020, 060)
--- and find their rows through lease_holders_v1. log_pop_v3 is 051's with shared_lease.
+-- and find their rows through lease_holders_v1; each v1 (brokers before tenants) is its
+-- v2 with a NULL tenant, which here means any tenant. log_pop_v3 is 051's with shared_lease.
 
 ALTER TABLE queen.log_consumers ADD COLUMN IF NOT EXISTS shared_lease text;
 CREATE INDEX IF NOT EXISTS log_consumers_shared_lease_idx
@@ -80,29 +81,6 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION queen.log_lease_extend_v1(
-    p_lease   text,
-    p_seconds integer
-) RETURNS TABLE (
-    renewed    integer,
-    expires_at timestamptz
-) LANGUAGE sql VOLATILE AS $$
-    WITH extended AS (
-        UPDATE queen.log_consumers c SET
-            lease_expires_at = greatest(
-                c.lease_expires_at,
-                now() + make_interval(secs => coalesce(p_seconds, q.lease_time, 60)))
-        FROM queen.lease_holders_v1(ARRAY[p_lease]) h, queen.log_partitions p
-        JOIN queen.queues q ON q.id = p.queue_id
-        WHERE c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-          AND c.worker_id = p_lease
-          AND c.lease_expires_at >= now()
-          AND p.id = c.partition_id
-        RETURNING c.lease_expires_at
-    )
-    SELECT count(*)::integer, max(e.lease_expires_at) FROM extended e;
-$$;
-
 CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
     p_tenant  text,
     p_lease   text,
@@ -122,37 +100,20 @@ CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
           AND c.worker_id = p_lease
           AND c.lease_expires_at >= now()
           AND p.id = c.partition_id
-          AND q.tenant = p_tenant
+          AND (p_tenant IS NULL OR q.tenant = p_tenant)
         RETURNING c.lease_expires_at
     )
     SELECT count(*)::integer, max(e.lease_expires_at) FROM extended e;
 $$;
 
-CREATE OR REPLACE FUNCTION queen.lease_require_v1(p_leases text[])
-RETURNS TABLE (lease_id text, live boolean)
-LANGUAGE plpgsql VOLATILE AS $$
-#variable_conflict use_column
-BEGIN
-    PERFORM 1
-    FROM queen.lease_holders_v1(p_leases) h
-    JOIN queen.log_consumers c
-      ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-    WHERE c.worker_id = ANY (p_leases)
-    ORDER BY c.partition_id, c.consumer_group
-    FOR UPDATE OF c;
-
-    RETURN QUERY
-    SELECT l.id,
-           EXISTS (SELECT 1
-                   FROM queen.lease_holders_v1(ARRAY[l.id]) h
-                   JOIN queen.log_consumers c
-                     ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-                   WHERE c.worker_id = l.id
-                     AND c.lease_expires_at IS NOT NULL
-                     AND c.lease_expires_at >= clock_timestamp())
-    FROM (SELECT DISTINCT u.id FROM unnest(p_leases) AS u (id)) l
-    ORDER BY l.id;
-END;
+CREATE OR REPLACE FUNCTION queen.log_lease_extend_v1(
+    p_lease   text,
+    p_seconds integer
+) RETURNS TABLE (
+    renewed    integer,
+    expires_at timestamptz
+) LANGUAGE sql VOLATILE AS $$
+    SELECT * FROM queen.log_lease_extend_v2(NULL, p_lease, p_seconds);
 $$;
 
 CREATE OR REPLACE FUNCTION queen.lease_require_v2(p_tenant text, p_leases text[])
@@ -166,7 +127,7 @@ BEGIN
       ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
     JOIN queen.log_partitions p ON p.id = c.partition_id
     JOIN queen.queues q ON q.id = p.queue_id
-    WHERE c.worker_id = ANY (p_leases) AND q.tenant = p_tenant
+    WHERE c.worker_id = ANY (p_leases) AND (p_tenant IS NULL OR q.tenant = p_tenant)
     ORDER BY c.partition_id, c.consumer_group
     FOR UPDATE OF c;
 
@@ -179,12 +140,18 @@ BEGIN
                    JOIN queen.log_partitions p ON p.id = c.partition_id
                    JOIN queen.queues q ON q.id = p.queue_id
                    WHERE c.worker_id = l.id
-                     AND q.tenant = p_tenant
+                     AND (p_tenant IS NULL OR q.tenant = p_tenant)
                      AND c.lease_expires_at IS NOT NULL
                      AND c.lease_expires_at >= clock_timestamp())
     FROM (SELECT DISTINCT u.id FROM unnest(p_leases) AS u (id)) l
     ORDER BY l.id;
 END;
+$$;
+
+CREATE OR REPLACE FUNCTION queen.lease_require_v1(p_leases text[])
+RETURNS TABLE (lease_id text, live boolean)
+LANGUAGE sql VOLATILE AS $$
+    SELECT * FROM queen.lease_require_v2(NULL, p_leases);
 $$;
 
 -- 051's log_pop_v3, its lease written into shared_lease as well (the one changed line).
