@@ -53,25 +53,29 @@ RETURNS TABLE (partition_id bigint, consumer_group text)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
 DECLARE
-    v_found text[];
+    r       record;
+    v_found text[] := '{}';
     v_rest  text[];
 BEGIN
-    RETURN QUERY
-    SELECT c.partition_id, c.consumer_group
-    FROM unnest(p_leases) AS l (id)
-    JOIN queen.log_consumers c
-      ON c.partition_id = queen.lease_partition(l.id) AND c.worker_id = l.id
-    UNION ALL
-    SELECT c.partition_id, c.consumer_group
-    FROM queen.log_consumers c
-    WHERE c.shared_lease = ANY (p_leases) AND c.worker_id = c.shared_lease;
+    FOR r IN
+        SELECT c.partition_id, c.consumer_group, c.worker_id
+        FROM unnest(p_leases) AS l (id)
+        JOIN queen.log_consumers c
+          ON c.partition_id = queen.lease_partition(l.id) AND c.worker_id = l.id
+        UNION ALL
+        SELECT c.partition_id, c.consumer_group, c.worker_id
+        FROM queen.log_consumers c
+        WHERE c.shared_lease = ANY (p_leases) AND c.worker_id = c.shared_lease
+    LOOP
+        partition_id := r.partition_id;
+        consumer_group := r.consumer_group;
+        RETURN NEXT;
+        v_found := v_found || r.worker_id;
+    END LOOP;
 
-    SELECT array_agg(c.worker_id) INTO v_found
-    FROM queen.log_consumers c
-    WHERE c.shared_lease = ANY (p_leases) AND c.worker_id = c.shared_lease;
+    -- Bare ids that matched nothing above: a scan.
     v_rest := ARRAY(SELECT DISTINCT u.id FROM unnest(p_leases) AS u (id)
-                    WHERE queen.lease_partition(u.id) IS NULL
-                      AND u.id <> ALL (coalesce(v_found, '{}')));
+                    WHERE queen.lease_partition(u.id) IS NULL AND u.id <> ALL (v_found));
     IF cardinality(v_rest) > 0 THEN
         RETURN QUERY
         SELECT c.partition_id, c.consumer_group
@@ -120,29 +124,28 @@ CREATE OR REPLACE FUNCTION queen.lease_require_v2(p_tenant text, p_leases text[]
 RETURNS TABLE (lease_id text, live boolean)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
+DECLARE
+    v_live text[];
 BEGIN
-    PERFORM 1
-    FROM queen.lease_holders_v1(p_leases) h
-    JOIN queen.log_consumers c
-      ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-    JOIN queen.log_partitions p ON p.id = c.partition_id
-    JOIN queen.queues q ON q.id = p.queue_id
-    WHERE c.worker_id = ANY (p_leases) AND (p_tenant IS NULL OR q.tenant = p_tenant)
-    ORDER BY c.partition_id, c.consumer_group
-    FOR UPDATE OF c;
+    -- Lock every row held under the leases (primary-key order, so two bundles naming the
+    -- same leases cannot deadlock); a row's locked version is its newest, so the live
+    -- check reads what the lock holds.
+    SELECT array_agg(DISTINCT held.worker_id) INTO v_live
+    FROM (
+        SELECT c.worker_id, c.lease_expires_at
+        FROM queen.lease_holders_v1(p_leases) h
+        JOIN queen.log_consumers c
+          ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
+        JOIN queen.log_partitions p ON p.id = c.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id
+        WHERE c.worker_id = ANY (p_leases) AND (p_tenant IS NULL OR q.tenant = p_tenant)
+        ORDER BY c.partition_id, c.consumer_group
+        FOR UPDATE OF c
+    ) held
+    WHERE held.lease_expires_at IS NOT NULL AND held.lease_expires_at >= clock_timestamp();
 
     RETURN QUERY
-    SELECT l.id,
-           EXISTS (SELECT 1
-                   FROM queen.lease_holders_v1(ARRAY[l.id]) h
-                   JOIN queen.log_consumers c
-                     ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-                   JOIN queen.log_partitions p ON p.id = c.partition_id
-                   JOIN queen.queues q ON q.id = p.queue_id
-                   WHERE c.worker_id = l.id
-                     AND (p_tenant IS NULL OR q.tenant = p_tenant)
-                     AND c.lease_expires_at IS NOT NULL
-                     AND c.lease_expires_at >= clock_timestamp())
+    SELECT l.id, l.id = ANY (coalesce(v_live, '{}'))
     FROM (SELECT DISTINCT u.id FROM unnest(p_leases) AS u (id)) l
     ORDER BY l.id;
 END;

@@ -12,16 +12,14 @@ use uuid::Uuid;
 
 use queen::segment::{txn_hash, NewFrame, SegmentBuilder};
 
-use crate::support::{eventually, payloads, postgres, TestBroker};
+use crate::support::{eventually, payloads, postgres, two_nodes, TestBroker};
 
 /// A transaction id repeated through a second node inside the window is a duplicate, in
 /// both directions, and only the originals are stored and delivered.
 #[actix_rt::test]
 async fn a_transaction_id_repeated_through_another_node_inside_the_window_is_a_duplicate() {
     // Arrange: two nodes on one database.
-    let pg = postgres::fresh_database().await;
-    let a = TestBroker::start_on(pg.clone(), &[]).await;
-    let b = TestBroker::start_on(pg, &[]).await;
+    let [a, b] = two_nodes().await;
     let first_a = push_one(&a, "dw-nodes", "tx-a", json!("from a")).await;
     assert_eq!(first_a["status"], "queued");
 
