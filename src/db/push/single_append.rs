@@ -40,8 +40,6 @@ const SINGLE: &str = "
 WITH upd AS (
     UPDATE queen.log_partitions p
     SET last_offset = p.last_offset + $6::integer,
-        -- Every append sets it from its segment's created_at, so the row already holds
-        -- the newest segment's (whole seconds): no second look at the segments.
         last_write_at = greatest(p.last_write_at, date_trunc('second', clock_timestamp()))
     FROM queen.queues q
     WHERE q.id = p.queue_id AND q.tenant = $1 AND q.name = $2 AND p.name = $3
