@@ -202,7 +202,8 @@ pub async fn push_prebuilt(
 ///
 /// A push that stored nothing because it met a concurrent queue delete (a deadlock with
 /// it, or the queue row gone when the push created a partition) is tried again, at most
-/// [`PUSH_ATTEMPTS`] times in all: it then creates the queue afresh, as a push after the
+/// [`PUSH_ATTEMPTS`] times in all, each after a slightly longer pause so it does not meet
+/// the same delete again: it then creates the queue afresh, as a push after the
 /// delete would.
 pub async fn push_prepared(
     broker: &Broker,
@@ -216,6 +217,7 @@ pub async fn push_prepared(
         let result = push_once(broker, tenant, items.clone(), prepared.clone(), zstd_level).await;
         match result {
             Err(PushError::Db(e)) if e.lost_to_a_queue_delete() && attempt < PUSH_ATTEMPTS => {
+                tokio::time::sleep(PUSH_RETRY_PAUSE * attempt).await;
                 attempt += 1;
             }
             result => return result,
@@ -224,7 +226,11 @@ pub async fn push_prepared(
 }
 
 /// How many times a push that met a concurrent queue delete is tried in all.
-pub const PUSH_ATTEMPTS: u32 = 5;
+pub const PUSH_ATTEMPTS: u32 = 10;
+
+/// The pause before a push's second try; the n-th retry waits n times as long (all nine
+/// retries together: under half a second).
+pub const PUSH_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// One try of [`push_prepared`].
 async fn push_once(
