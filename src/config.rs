@@ -213,8 +213,9 @@ pub struct PushConfig {
     /// most (default 4,000,000, about 150 MB); past it, the least recently pushed
     /// partitions' windows are read back from PostgreSQL on their next push.
     pub dedup_max_entries: usize,
-    /// `QUEEN_PUSH_WRITERS`: writer tasks that combine concurrent pushes into shared
-    /// transactions and commits (default 2; 0: every push commits on its own).
+    /// `QUEEN_PUSH_WRITERS`: push transactions written at once at most; pushes past them,
+    /// and pushes to a partition being written, wait and share the next commit (default 4;
+    /// 0: every push commits on its own).
     pub writers: usize,
     /// `QUEEN_PUSH_COMBINE_WINDOW_US`: how long a writer waits for more pushes after the
     /// first (default 0: it combines what arrived while the previous commit ran).
@@ -300,7 +301,7 @@ impl Config {
                             rule,
                         })?
                 },
-                writers: vars.parse("QUEEN_PUSH_WRITERS", 2, "a whole number of writers")?,
+                writers: vars.parse("QUEEN_PUSH_WRITERS", 4, "a whole number of writers")?,
                 combine_window: std::time::Duration::from_micros(vars.parse(
                     "QUEEN_PUSH_COMBINE_WINDOW_US",
                     0,

@@ -152,3 +152,132 @@ async fn a_push_combined_into_a_shared_segment_is_a_duplicate_when_sent_again() 
     let messages = b.pop_messages("/api/v1/pop/queue/shared?batch=100").await;
     assert_eq!(messages.len(), 10, "{messages:?}");
 }
+
+/// Holds the row lock of partition `partition` of queue `queue` in a transaction of `sql`
+/// (a push to it then waits in PostgreSQL until the transaction ends).
+async fn lock_partition<'a>(
+    sql: &'a mut tokio_postgres::Client,
+    queue: &str,
+    partition: &str,
+) -> tokio_postgres::Transaction<'a> {
+    let tx = sql.transaction().await.unwrap();
+    let locked = tx
+        .execute(
+            "SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+              WHERE q.name = $1 AND p.name = $2 FOR UPDATE OF p",
+            &[&queue, &partition],
+        )
+        .await
+        .unwrap();
+    assert_eq!(locked, 1, "partition {queue}/{partition} exists");
+    tx
+}
+
+/// Waits until `n` backends wait for a lock.
+async fn until_lock_waiters(sql: &tokio_postgres::Client, n: i64) {
+    let found = crate::support::eventually(std::time::Duration::from_secs(10), || async {
+        let row = sql
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get::<_, i64>(0) >= n).then_some(())
+    })
+    .await;
+    assert!(found.is_some(), "no push waited for the partition lock");
+}
+
+fn one_push(queue: &str, partition: &str, id: &str) -> Value {
+    json!({"items": [{"queue": queue, "partition": partition, "transactionId": id, "payload": id}]})
+}
+
+/// With writers to spare and no combining window, pushes that arrive while their partition
+/// is being written do not start writers of their own (they would only queue on the
+/// partition's lock in PostgreSQL): they wait, and the next commit holds them all. A push
+/// to another partition meanwhile is written at once, beside the blocked one.
+#[actix_rt::test]
+async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_commit() {
+    // Arrange: two writers; both partitions exist; the test holds partition a's row lock.
+    let b = TestBroker::start_with(&[
+        ("QUEEN_PUSH_WRITERS", "2"),
+        ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
+    ])
+    .await;
+    b.push("held", "a", &[json!(0)]).await;
+    b.push("held", "b", &[json!(0)]).await;
+    let (_, metrics) = b.get("/metrics").await;
+    let commits_before = metrics["push"]["commits"].as_u64().unwrap();
+    let mut locker = b.sql().await;
+    let watcher = b.sql().await;
+    let lock = lock_partition(&mut locker, "held", "a").await;
+
+    // Act: one push to a blocks in PostgreSQL; five more to a arrive behind it.
+    let first = tokio::spawn({
+        let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
+        async move {
+            client
+                .post(url)
+                .json(&one_push("held", "a", "a-first"))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    until_lock_waiters(&watcher, 1).await;
+    let followers: Vec<_> = (0..5)
+        .map(|k| {
+            let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
+            tokio::spawn(async move {
+                let body = one_push("held", "a", &format!("a-{k}"));
+                client.post(url).json(&body).send().await.unwrap().status()
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A push to partition b, while a is still locked.
+    let other = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        b.post("/api/v1/push", &one_push("held", "b", "b-1")),
+    )
+    .await;
+    let waiters = watcher
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0);
+    lock.rollback().await.unwrap();
+    let first = first.await.unwrap();
+    let followers = join_all(followers).await;
+
+    // Assert
+    let (status, body) = other.expect("the push to partition b waited for partition a");
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(waiters, 1, "only the first push to a waited in PostgreSQL");
+    assert_eq!(first, StatusCode::CREATED);
+    for status in followers {
+        assert_eq!(status.unwrap(), StatusCode::CREATED);
+    }
+    let (_, metrics) = b.get("/metrics").await;
+    let commits = metrics["push"]["commits"].as_u64().unwrap() - commits_before;
+    assert_eq!(
+        commits, 3,
+        "a's first push, b's push, and a's five followers together"
+    );
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/held/partition/a?batch=100")
+        .await;
+    let mut ids: Vec<&str> = popped
+        .iter()
+        .map(|m| m["transactionId"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids.len(), 7, "{ids:?}");
+    let want = ["a-0", "a-1", "a-2", "a-3", "a-4", "a-first"];
+    assert!(want.iter().all(|id| ids.contains(id)), "{ids:?}");
+}

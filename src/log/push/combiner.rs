@@ -1,21 +1,31 @@
-//! Combined pushes: push requests that arrive while others are being written share one
-//! transaction and one commit (group commit), and requests for the same partition share
-//! one append (one partition lock, one `log_push_v2` call).
+//! Combined pushes: pushes to a partition that is being written wait for that write and
+//! then share one append (one partition lock, one `log_push_v2` call) and one commit, and
+//! pushes that wait together across partitions share one transaction and one commit
+//! (group commit).
 //!
-//! A few writer tasks ([`CombineConfig::writers`]) take turns on one queue of requests.
-//! A writer takes the first waiting request, waits at most the combining window for more,
-//! takes everything then waiting (up to [`MAX_REQUESTS`] requests, [`MAX_MESSAGES`]
-//! messages), stages them all in one transaction, commits, and only then answers each
-//! request: durability is the same as a push of its own. While one writer commits, the
-//! next requests gather for the next writer, so combining follows the load without a
-//! timer. A combined transaction that fails is retried request by request, so one
-//! request's failure is never another's.
+//! A push that touches no partition a running writer holds, and finds fewer than
+//! [`CombineConfig::writers`] writers running, starts a writer of its own on the thread
+//! that received it (its HTTP worker, whose own connections and core it then uses);
+//! otherwise it joins the queue of waiting pushes. A writer waits at most the combining window, takes
+//! every waiting push whose partitions no other writer holds (up to [`MAX_REQUESTS`]
+//! requests, [`MAX_MESSAGES`] messages), holds their partitions, stages them all in one
+//! transaction, commits, and only then answers each request: durability is the same as a
+//! push of its own. It then lets its partitions go, goes on with what gathered meanwhile,
+//! and ends when nothing it may take waits. So pushes to different partitions are written
+//! side by side, each where it arrived and with no hop to another thread, while pushes
+//! that would queue on one partition's lock, or on a writer, are combined: combining
+//! follows contention, not a timer. A combined transaction that fails is retried request by
+//! request, so one request's failure is never another's.
+//!
+//! A writer is a task of its own, not its first request's handler: a client that leaves
+//! mid-push drops only its own handler, never a batch that holds others' pushes.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Weak};
+use std::collections::{BTreeMap, HashSet};
+use std::hash::BuildHasher;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::sync::oneshot;
 use tracing::debug;
 
 use super::{
@@ -30,24 +40,49 @@ use crate::metrics::Metrics;
 pub const MAX_REQUESTS: usize = 64;
 /// Most messages one combined transaction takes.
 pub const MAX_MESSAGES: usize = 20_000;
-/// Requests waiting for a writer at most; more wait in their handlers (backpressure).
+/// Requests waiting for a writer at most; past it a push is written on its own (the
+/// connection pool then bounds how many are written at once).
 const QUEUE_DEPTH: usize = 1024;
 
 /// How pushes are combined.
 #[derive(Debug, Clone, Copy)]
 pub struct CombineConfig {
-    /// Writer tasks (0: every push commits on its own, as before combining existed).
+    /// Writers running at once at most, each writing one transaction at a time (0: every
+    /// push commits on its own, as before combining existed).
     pub writers: usize,
     /// How long a writer waits for more requests after the first one (zero: it takes
     /// only what is already waiting).
     pub window: Duration,
 }
 
-/// The queue in front of the writers; absent when combining is off.
+/// The queue of pushes waiting for a writer, and the writers running.
 pub struct PushCombiner {
-    sender: Option<mpsc::Sender<Job>>,
-    receiver: std::sync::Mutex<Option<mpsc::Receiver<Job>>>,
+    queue: Mutex<Queue>,
+    /// The broker the writers write with, set by [`start`](Self::start); weak, since the
+    /// broker holds the combiner.
+    broker: OnceLock<Weak<Broker>>,
+    /// Hashes partitions into [`Partitions`] keys.
+    hasher: std::collections::hash_map::RandomState,
     config: CombineConfig,
+}
+
+/// A push's partitions, as hashes of (tenant, queue, partition): two partitions with one
+/// hash only make their pushes wait for each other, which is always safe.
+type Partitions = Vec<u64>;
+
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Job>,
+    /// Writers running (each holds one slot until it finds nothing to take).
+    writers: usize,
+    /// The partitions of the batches being written.
+    held: HashSet<u64>,
+}
+
+impl Queue {
+    fn is_held(&self, partitions: &[u64]) -> bool {
+        partitions.iter().any(|p| self.held.contains(p))
+    }
 }
 
 /// A push handed back to its caller when the writers cannot take it.
@@ -60,110 +95,211 @@ struct Job {
     tenant: Tenant,
     items: Arc<Vec<PushItem>>,
     prepared: Arc<PreparedPush>,
+    partitions: Partitions,
     reply: oneshot::Sender<Reply>,
 }
 
 impl PushCombiner {
-    /// A combiner whose writers start with [`start`](Self::start).
+    /// A combiner that takes pushes once [`start`](Self::start) gave it its broker.
     pub fn new(config: CombineConfig) -> Self {
-        if config.writers == 0 {
-            return Self {
-                sender: None,
-                receiver: std::sync::Mutex::new(None),
-                config,
-            };
-        }
-        let (sender, receiver) = mpsc::channel(QUEUE_DEPTH);
         Self {
-            sender: Some(sender),
-            receiver: std::sync::Mutex::new(Some(receiver)),
+            queue: Mutex::new(Queue::default()),
+            broker: OnceLock::new(),
+            hasher: Default::default(),
             config,
         }
     }
 
-    /// Starts the writers. They hold the broker weakly and end when it is dropped (its
-    /// sender goes with it and the queue closes).
+    /// Gives the combiner the broker its writers write with.
     pub fn start(&self, broker: &Arc<Broker>) {
-        let taken = self.receiver.lock().map(|mut r| r.take()).ok().flatten();
-        let Some(receiver) = taken else {
-            return;
-        };
-        let receiver = Arc::new(Mutex::new(receiver));
-        for _ in 0..self.config.writers {
-            tokio::spawn(write_loop(
-                receiver.clone(),
-                Arc::downgrade(broker),
-                self.config.window,
-            ));
-        }
+        let _ = self.broker.set(Arc::downgrade(broker));
     }
 
     /// True when pushes go through the writers.
     pub fn is_on(&self) -> bool {
-        self.sender.is_some()
+        self.config.writers > 0
     }
 
-    /// Hands a prepared push to the writers and waits for its commit. `None` when
-    /// combining is off or the writers are gone (the caller stores it itself).
+    /// Queues a prepared push, starts a writer on this thread if the push may be written
+    /// now (see the module's doc), and waits for the commit that holds the push. `Err`
+    /// hands the push back when combining is off, the combiner has no broker (not started,
+    /// or stopping) or the queue is full: the caller stores it itself.
     pub(super) async fn submit(
         &self,
         tenant: &Tenant,
         items: Arc<Vec<PushItem>>,
         prepared: Arc<PreparedPush>,
     ) -> Result<Reply, SharedPush> {
-        let Some(sender) = &self.sender else {
-            return Err((items, prepared));
+        let broker = match self.broker.get().and_then(Weak::upgrade) {
+            Some(broker) if self.is_on() => broker,
+            _ => return Err((items, prepared)),
         };
+        let partitions = self.partitions(tenant, &items);
         let (reply, answer) = oneshot::channel();
         let job = Job {
             tenant: tenant.clone(),
             items,
             prepared,
+            partitions,
             reply,
         };
-        if let Err(mpsc::error::SendError(job)) = sender.send(job).await {
-            return Err((job.items, job.prepared));
+        let first = {
+            let mut queue = self.lock();
+            if queue.writers < self.config.writers && !queue.is_held(&job.partitions) {
+                queue.writers += 1;
+                queue.held.extend(job.partitions.iter().copied());
+                Some(job)
+            } else if queue.waiting.len() < QUEUE_DEPTH {
+                queue.waiting.push(job);
+                None
+            } else {
+                return Err((job.items, job.prepared));
+            }
+        };
+        if let Some(job) = first {
+            let writer = Writer {
+                broker,
+                slot: true,
+                held: job.partitions.clone(),
+            };
+            // On an HTTP worker (a single-threaded runtime) this runs on the same thread.
+            tokio::spawn(write_loop(writer, vec![job]));
         }
         match answer.await {
             Ok(reply) => Ok(reply),
-            // The writer died with the job (the broker is stopping).
+            // The writer died with the job (a panic, or the runtime is stopping).
             Err(_) => Ok(Err(PushError::Stopped)),
+        }
+    }
+
+    /// The distinct partitions of `items` (consecutive items mostly share one).
+    fn partitions(&self, tenant: &Tenant, items: &[PushItem]) -> Partitions {
+        let mut partitions = Partitions::new();
+        let mut previous: Option<&PushItem> = None;
+        for item in items {
+            if previous.is_some_and(|p| p.queue == item.queue && p.partition == item.partition) {
+                continue;
+            }
+            previous = Some(item);
+            let key = self.hasher.hash_one((tenant, &item.queue, &item.partition));
+            if !partitions.contains(&key) {
+                partitions.push(key);
+            }
+        }
+        partitions
+    }
+
+    /// The queue; a panic elsewhere cannot leave it inconsistent (every change to it is
+    /// made whole under the lock), so a poisoned lock is taken as it is.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Lets go of the partitions `writer` wrote, then takes its next batch (see
+    /// [`more`](Self::more)). `None`, with the writer's slot given back under the same
+    /// lock pushes are queued under (so no push is left without a writer), when there is
+    /// none.
+    fn next_batch(&self, writer: &mut Writer) -> Option<Vec<Job>> {
+        let mut queue = self.lock();
+        for partition in writer.held.drain(..) {
+            queue.held.remove(&partition);
+        }
+        let batch = take(&mut queue, writer, 0, 0);
+        if batch.is_empty() {
+            queue.writers -= 1;
+            writer.slot = false;
+            return None;
+        }
+        Some(batch)
+    }
+
+    /// What `writer`, holding a batch of `requests` requests and `messages` messages, may
+    /// add to it.
+    fn more(&self, writer: &mut Writer, requests: usize, messages: usize) -> Vec<Job> {
+        take(&mut self.lock(), writer, requests, messages)
+    }
+}
+
+/// Every waiting push (in arrival order, within the limits) whose partitions no writer but
+/// `writer` holds; `writer` holds their partitions from now on.
+fn take(queue: &mut Queue, writer: &mut Writer, requests: usize, messages: usize) -> Vec<Job> {
+    let mut messages = messages;
+    let mut batch = Vec::new();
+    let mut k = 0;
+    while k < queue.waiting.len()
+        && requests + batch.len() < MAX_REQUESTS
+        && messages < MAX_MESSAGES
+    {
+        let job = &queue.waiting[k];
+        let mine = |p: &u64| writer.held.contains(p);
+        if job
+            .partitions
+            .iter()
+            .any(|p| queue.held.contains(p) && !mine(p))
+        {
+            k += 1;
+            continue;
+        }
+        let job = queue.waiting.remove(k);
+        for &partition in &job.partitions {
+            if !writer.held.contains(&partition) {
+                writer.held.push(partition);
+                queue.held.insert(partition);
+            }
+        }
+        messages += job.items.len();
+        batch.push(job);
+    }
+    batch
+}
+
+/// A running writer: holds its slot in [`Queue::writers`] until
+/// [`PushCombiner::next_batch`] gives it back, and the partitions of the batch it writes.
+/// One that ends any other way (a panic) gives both back when dropped, so neither is lost.
+struct Writer {
+    broker: Arc<Broker>,
+    slot: bool,
+    held: Vec<u64>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if self.slot {
+            let mut queue = self.broker.push_combiner.lock();
+            queue.writers -= 1;
+            for partition in &self.held {
+                queue.held.remove(partition);
+            }
         }
     }
 }
 
-async fn write_loop(
-    receiver: Arc<Mutex<mpsc::Receiver<Job>>>,
-    broker: Weak<Broker>,
-    window: Duration,
-) {
+/// Writes `first` (after the combining window, with what else it may take by then), then
+/// what gathered meanwhile, until nothing it may take waits.
+async fn write_loop(mut writer: Writer, first: Vec<Job>) {
+    let broker = writer.broker.clone();
+    let combiner = &broker.push_combiner;
+    let mut batch = first;
     loop {
-        let batch = {
-            let mut receiver = receiver.lock().await;
-            let Some(first) = receiver.recv().await else {
-                return;
-            };
-            if !window.is_zero() {
-                tokio::time::sleep(window).await;
-            }
-            let mut messages = first.items.len();
-            let mut batch = vec![first];
-            while batch.len() < MAX_REQUESTS && messages < MAX_MESSAGES {
-                match receiver.try_recv() {
-                    Ok(job) => {
-                        messages += job.items.len();
-                        batch.push(job);
-                    }
-                    Err(_) => break,
-                }
-            }
-            batch
-        };
-        let Some(broker) = broker.upgrade() else {
-            return;
-        };
-        write_batch(&broker, batch).await;
+        if !combiner.config.window.is_zero() {
+            tokio::time::sleep(combiner.config.window).await;
+            batch.extend(combiner.more(&mut writer, batch.len(), messages(&batch)));
+        }
+        if !batch.is_empty() {
+            write_batch(&broker, batch).await;
+        }
+        match combiner.next_batch(&mut writer) {
+            Some(next) => batch = next,
+            None => return,
+        }
     }
+}
+
+/// Messages in `batch`.
+fn messages(batch: &[Job]) -> usize {
+    batch.iter().map(|job| job.items.len()).sum()
 }
 
 /// Stores a batch in one transaction, or request by request if that fails.
