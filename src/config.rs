@@ -214,7 +214,7 @@ pub struct PushConfig {
     /// partitions' windows are read back from PostgreSQL on their next push.
     pub dedup_max_entries: usize,
     /// `QUEEN_PUSH_WRITERS`: push transactions written at once at most; pushes past them,
-    /// and pushes to a partition being written, wait and share the next commit (default 4;
+    /// and pushes to a partition being written, wait and share the next commit (default 8;
     /// 0: every push commits on its own).
     pub writers: usize,
     /// `QUEEN_PUSH_COMBINE_WINDOW_US`: how long a writer waits for more pushes after the
@@ -301,7 +301,7 @@ impl Config {
                             rule,
                         })?
                 },
-                writers: vars.parse("QUEEN_PUSH_WRITERS", 4, "a whole number of writers")?,
+                writers: vars.parse("QUEEN_PUSH_WRITERS", 8, "a whole number of writers")?,
                 combine_window: std::time::Duration::from_micros(vars.parse(
                     "QUEEN_PUSH_COMBINE_WINDOW_US",
                     0,

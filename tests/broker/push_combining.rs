@@ -281,3 +281,61 @@ async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_comm
     let want = ["a-0", "a-1", "a-2", "a-3", "a-4", "a-first"];
     assert!(want.iter().all(|id| ids.contains(id)), "{ids:?}");
 }
+
+/// A push that waits for one of its partitions keeps its place in the others: a later push
+/// to its other partition waits behind it instead of overtaking it (so a push touching
+/// several busy partitions is never passed over for ever), and lands after it.
+#[actix_rt::test]
+async fn a_later_push_never_overtakes_a_waiting_push_to_the_same_partition() {
+    // Arrange: two writers; partitions a and b exist; the test holds a's row lock.
+    let b = TestBroker::start_with(&[
+        ("QUEEN_PUSH_WRITERS", "2"),
+        ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
+    ])
+    .await;
+    b.push("fifo", "a", &[json!(0)]).await;
+    b.push("fifo", "b", &[json!(0)]).await;
+    let mut locker = b.sql().await;
+    let watcher = b.sql().await;
+    let lock = lock_partition(&mut locker, "fifo", "a").await;
+    let send = |body: Value| {
+        let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
+        tokio::spawn(async move { client.post(url).json(&body).send().await.unwrap().status() })
+    };
+
+    // Act: a push to a blocks in PostgreSQL; a push to a and b waits for a; then a push to b.
+    let first = send(one_push("fifo", "a", "a-1"));
+    until_lock_waiters(&watcher, 1).await;
+    let both = send(json!({"items": [
+        {"queue": "fifo", "partition": "a", "transactionId": "a-2", "payload": 2},
+        {"queue": "fifo", "partition": "b", "transactionId": "b-2", "payload": 2},
+    ]}));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let later = send(one_push("fifo", "b", "b-3"));
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let later_done_while_locked = later.is_finished();
+    lock.rollback().await.unwrap();
+    let statuses = [
+        first.await.unwrap(),
+        both.await.unwrap(),
+        later.await.unwrap(),
+    ];
+
+    // Assert
+    assert!(
+        !later_done_while_locked,
+        "the push to b overtook the waiting push to a and b"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::CREATED),
+        "{statuses:?}"
+    );
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/fifo/partition/b?batch=10")
+        .await;
+    let ids: Vec<&str> = popped
+        .iter()
+        .map(|m| m["transactionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(&ids[1..], ["b-2", "b-3"], "{ids:?}");
+}

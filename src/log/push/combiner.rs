@@ -3,19 +3,22 @@
 //! pushes that wait together across partitions share one transaction and one commit
 //! (group commit).
 //!
-//! A push that touches no partition a running writer holds, and finds fewer than
-//! [`CombineConfig::writers`] writers running, starts a writer of its own on the thread
-//! that received it (its HTTP worker, whose own connections and core it then uses);
-//! otherwise it joins the queue of waiting pushes. A writer waits at most the combining window, takes
-//! every waiting push whose partitions no other writer holds (up to [`MAX_REQUESTS`]
+//! A push that touches no partition a running writer holds or a waiting push touches, and
+//! finds fewer than [`CombineConfig::writers`] writers running, starts a writer of its own
+//! on the thread that received it (its HTTP worker, whose own connections and core it then
+//! uses); otherwise it joins the queue of waiting pushes. A writer waits at most the
+//! combining window, then takes, in arrival order, every waiting push whose partitions no
+//! other writer holds and no push left waiting before it touches (up to [`MAX_REQUESTS`]
 //! requests, [`MAX_MESSAGES`] messages), holds their partitions, stages them all in one
 //! transaction, commits, and only then answers each request: durability is the same as a
 //! push of its own. It then lets its partitions go, goes on with what gathered meanwhile,
 //! and ends when nothing it may take waits. So pushes to different partitions are written
 //! side by side, each where it arrived and with no hop to another thread, while pushes
 //! that would queue on one partition's lock, or on a writer, are combined: combining
-//! follows contention, not a timer. A combined transaction that fails is retried request by
-//! request, so one request's failure is never another's.
+//! follows contention, not a timer. Each partition's pushes are taken in arrival order,
+//! so a push waiting for one busy partition is never overtaken on its others. A combined
+//! transaction that fails is retried request by request, so one request's failure is never
+//! another's.
 //!
 //! A writer is a task of its own, not its first request's handler: a client that leaves
 //! mid-push drops only its own handler, never a batch that holds others' pushes.
@@ -80,8 +83,12 @@ struct Queue {
 }
 
 impl Queue {
-    fn is_held(&self, partitions: &[u64]) -> bool {
-        partitions.iter().any(|p| self.held.contains(p))
+    /// True when a writer holds one of `partitions` or a waiting push touches one (a new
+    /// push to it then waits its turn behind them).
+    fn is_claimed(&self, partitions: &[u64]) -> bool {
+        partitions.iter().any(|p| {
+            self.held.contains(p) || self.waiting.iter().any(|job| job.partitions.contains(p))
+        })
     }
 }
 
@@ -145,7 +152,7 @@ impl PushCombiner {
         };
         let first = {
             let mut queue = self.lock();
-            if queue.writers < self.config.writers && !queue.is_held(&job.partitions) {
+            if queue.writers < self.config.writers && !queue.is_claimed(&job.partitions) {
                 queue.writers += 1;
                 queue.held.extend(job.partitions.iter().copied());
                 Some(job)
@@ -227,6 +234,9 @@ impl PushCombiner {
 fn take(queue: &mut Queue, writer: &mut Writer, requests: usize, messages: usize) -> Vec<Job> {
     let mut messages = messages;
     let mut batch = Vec::new();
+    // Partitions of pushes left waiting: a later push to one of them waits too, so each
+    // partition's pushes are taken in arrival order and none is overtaken for ever.
+    let mut passed_over: Vec<u64> = Vec::new();
     let mut k = 0;
     while k < queue.waiting.len()
         && requests + batch.len() < MAX_REQUESTS
@@ -234,11 +244,9 @@ fn take(queue: &mut Queue, writer: &mut Writer, requests: usize, messages: usize
     {
         let job = &queue.waiting[k];
         let mine = |p: &u64| writer.held.contains(p);
-        if job
-            .partitions
-            .iter()
-            .any(|p| queue.held.contains(p) && !mine(p))
-        {
+        let blocked = |p: &u64| (queue.held.contains(p) && !mine(p)) || passed_over.contains(p);
+        if job.partitions.iter().any(blocked) {
+            passed_over.extend(job.partitions.iter().copied());
             k += 1;
             continue;
         }
