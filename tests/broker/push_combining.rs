@@ -193,20 +193,33 @@ fn one_push(queue: &str, partition: &str, id: &str) -> Value {
     json!({"items": [{"queue": queue, "partition": partition, "transactionId": id, "payload": id}]})
 }
 
+/// A broker with two writers and no combining window, where partitions a and b of `queue`
+/// exist.
+async fn two_writers_and_partitions(queue: &str) -> TestBroker {
+    let b = TestBroker::start_with(&[
+        ("QUEEN_PUSH_WRITERS", "2"),
+        ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
+    ])
+    .await;
+    b.push(queue, "a", &[json!(0)]).await;
+    b.push(queue, "b", &[json!(0)]).await;
+    b
+}
+
+/// Sends a push in a task of its own; its status when it is answered.
+fn send(b: &TestBroker, body: Value) -> tokio::task::JoinHandle<StatusCode> {
+    let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
+    tokio::spawn(async move { client.post(url).json(&body).send().await.unwrap().status() })
+}
+
 /// With writers to spare and no combining window, pushes that arrive while their partition
 /// is being written do not start writers of their own (they would only queue on the
 /// partition's lock in PostgreSQL): they wait, and the next commit holds them all. A push
 /// to another partition meanwhile is written at once, beside the blocked one.
 #[actix_rt::test]
 async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_commit() {
-    // Arrange: two writers; both partitions exist; the test holds partition a's row lock.
-    let b = TestBroker::start_with(&[
-        ("QUEEN_PUSH_WRITERS", "2"),
-        ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
-    ])
-    .await;
-    b.push("held", "a", &[json!(0)]).await;
-    b.push("held", "b", &[json!(0)]).await;
+    // Arrange: the test holds partition a's row lock.
+    let b = two_writers_and_partitions("held").await;
     let (_, metrics) = b.get("/metrics").await;
     let commits_before = metrics["push"]["commits"].as_u64().unwrap();
     let mut locker = b.sql().await;
@@ -214,27 +227,10 @@ async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_comm
     let lock = lock_partition(&mut locker, "held", "a").await;
 
     // Act: one push to a blocks in PostgreSQL; five more to a arrive behind it.
-    let first = tokio::spawn({
-        let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
-        async move {
-            client
-                .post(url)
-                .json(&one_push("held", "a", "a-first"))
-                .send()
-                .await
-                .unwrap()
-                .status()
-        }
-    });
+    let first = send(&b, one_push("held", "a", "a-first"));
     until_lock_waiters(&watcher, 1).await;
     let followers: Vec<_> = (0..5)
-        .map(|k| {
-            let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
-            tokio::spawn(async move {
-                let body = one_push("held", "a", &format!("a-{k}"));
-                client.post(url).json(&body).send().await.unwrap().status()
-            })
-        })
+        .map(|k| send(&b, one_push("held", "a", &format!("a-{k}"))))
         .collect();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     // A push to partition b, while a is still locked.
@@ -287,31 +283,24 @@ async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_comm
 /// several busy partitions is never passed over for ever), and lands after it.
 #[actix_rt::test]
 async fn a_later_push_never_overtakes_a_waiting_push_to_the_same_partition() {
-    // Arrange: two writers; partitions a and b exist; the test holds a's row lock.
-    let b = TestBroker::start_with(&[
-        ("QUEEN_PUSH_WRITERS", "2"),
-        ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
-    ])
-    .await;
-    b.push("fifo", "a", &[json!(0)]).await;
-    b.push("fifo", "b", &[json!(0)]).await;
+    // Arrange: the test holds partition a's row lock.
+    let b = two_writers_and_partitions("fifo").await;
     let mut locker = b.sql().await;
     let watcher = b.sql().await;
     let lock = lock_partition(&mut locker, "fifo", "a").await;
-    let send = |body: Value| {
-        let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
-        tokio::spawn(async move { client.post(url).json(&body).send().await.unwrap().status() })
-    };
 
     // Act: a push to a blocks in PostgreSQL; a push to a and b waits for a; then a push to b.
-    let first = send(one_push("fifo", "a", "a-1"));
+    let first = send(&b, one_push("fifo", "a", "a-1"));
     until_lock_waiters(&watcher, 1).await;
-    let both = send(json!({"items": [
-        {"queue": "fifo", "partition": "a", "transactionId": "a-2", "payload": 2},
-        {"queue": "fifo", "partition": "b", "transactionId": "b-2", "payload": 2},
-    ]}));
+    let both = send(
+        &b,
+        json!({"items": [
+            {"queue": "fifo", "partition": "a", "transactionId": "a-2", "payload": 2},
+            {"queue": "fifo", "partition": "b", "transactionId": "b-2", "payload": 2},
+        ]}),
+    );
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let later = send(one_push("fifo", "b", "b-3"));
+    let later = send(&b, one_push("fifo", "b", "b-3"));
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     let later_done_while_locked = later.is_finished();
     lock.rollback().await.unwrap();
