@@ -193,11 +193,11 @@ fn one_push(queue: &str, partition: &str, id: &str) -> Value {
     json!({"items": [{"queue": queue, "partition": partition, "transactionId": id, "payload": id}]})
 }
 
-/// A broker with two writers and no combining window, where partitions a and b of `queue`
-/// exist.
-async fn two_writers_and_partitions(queue: &str) -> TestBroker {
+/// A broker with `writers` writers and no combining window, where partitions a and b of
+/// `queue` exist.
+async fn writers_and_partitions(writers: &str, queue: &str) -> TestBroker {
     let b = TestBroker::start_with(&[
-        ("QUEEN_PUSH_WRITERS", "2"),
+        ("QUEEN_PUSH_WRITERS", writers),
         ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
     ])
     .await;
@@ -219,7 +219,7 @@ fn send(b: &TestBroker, body: Value) -> tokio::task::JoinHandle<StatusCode> {
 #[actix_rt::test]
 async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_commit() {
     // Arrange: the test holds partition a's row lock.
-    let b = two_writers_and_partitions("held").await;
+    let b = writers_and_partitions("2", "held").await;
     let (_, metrics) = b.get("/metrics").await;
     let commits_before = metrics["push"]["commits"].as_u64().unwrap();
     let mut locker = b.sql().await;
@@ -284,7 +284,7 @@ async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_comm
 #[actix_rt::test]
 async fn a_later_push_never_overtakes_a_waiting_push_to_the_same_partition() {
     // Arrange: the test holds partition a's row lock.
-    let b = two_writers_and_partitions("fifo").await;
+    let b = writers_and_partitions("2", "fifo").await;
     let mut locker = b.sql().await;
     let watcher = b.sql().await;
     let lock = lock_partition(&mut locker, "fifo", "a").await;
@@ -327,4 +327,53 @@ async fn a_later_push_never_overtakes_a_waiting_push_to_the_same_partition() {
         .map(|m| m["transactionId"].as_str().unwrap())
         .collect();
     assert_eq!(&ids[1..], ["b-2", "b-3"], "{ids:?}");
+}
+
+/// Pushes to different partitions that arrive while every writer is busy wait together and
+/// share one transaction and one commit (group commit), each stored.
+#[actix_rt::test]
+async fn pushes_to_several_partitions_waiting_for_a_writer_share_one_commit() {
+    // Arrange: one writer, blocked by the test's lock on partition a.
+    let b = writers_and_partitions("1", "group").await;
+    let (_, metrics) = b.get("/metrics").await;
+    let commits_before = metrics["push"]["commits"].as_u64().unwrap();
+    let mut locker = b.sql().await;
+    let watcher = b.sql().await;
+    let lock = lock_partition(&mut locker, "group", "a").await;
+    let first = send(&b, one_push("group", "a", "a-1"));
+    until_lock_waiters(&watcher, 1).await;
+
+    // Act: three pushes to three other partitions while the writer is blocked.
+    let others: Vec<_> = ["b", "c", "d"]
+        .iter()
+        .map(|p| send(&b, one_push("group", p, &format!("{p}-1"))))
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let answered_while_blocked = others.iter().filter(|o| o.is_finished()).count();
+    lock.rollback().await.unwrap();
+    let first = first.await.unwrap();
+    let others = join_all(others).await;
+
+    // Assert
+    assert_eq!(
+        answered_while_blocked, 0,
+        "a push went past the only writer"
+    );
+    assert_eq!(first, StatusCode::CREATED);
+    for status in others {
+        assert_eq!(status.unwrap(), StatusCode::CREATED);
+    }
+    let (_, metrics) = b.get("/metrics").await;
+    let commits = metrics["push"]["commits"].as_u64().unwrap() - commits_before;
+    assert_eq!(commits, 2, "a's push, then b's, c's and d's together");
+    for p in ["b", "c", "d"] {
+        let popped = b
+            .pop_messages(&format!("/api/v1/pop/queue/group/partition/{p}?batch=10"))
+            .await;
+        let ids: Vec<&str> = popped
+            .iter()
+            .map(|m| m["transactionId"].as_str().unwrap())
+            .collect();
+        assert!(ids.contains(&format!("{p}-1").as_str()), "{p}: {ids:?}");
+    }
 }
