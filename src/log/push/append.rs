@@ -186,7 +186,8 @@ pub(super) async fn append_alone<'a>(
 /// Dedup within the batch: the first occurrence of each transaction id is pending, later
 /// repeats point at it.
 fn split_repeats(req: &Request<'_>, refs: &[Ref]) -> (Vec<Ref>, Vec<(Ref, Ref)>) {
-    let mut first_of: HashMap<TxnKey<'_>, Ref> = HashMap::with_capacity(refs.len());
+    let mut first_of: HashMap<TxnKey<'_>, Ref, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(refs.len(), Default::default());
     let mut repeats: Vec<(Ref, Ref)> = Vec::new();
     let mut pending: Vec<Ref> = Vec::with_capacity(refs.len());
     for &r in refs {

@@ -76,9 +76,14 @@ struct Window {
     covered_to: i64,
     length: Duration,
     segments: VecDeque<Seg>,
-    index: HashMap<i64, i64>,
+    index: HashIndex,
     used: Instant,
 }
+
+/// A window's hash → offset index. The keys are SHA-256 digests already, so SipHash's
+/// rounds bought nothing but time; foldhash (seeded per process) keeps a crafted id from
+/// choosing its bucket all the same.
+type HashIndex = HashMap<i64, i64, foldhash::fast::RandomState>;
 
 struct Seg {
     base: i64,
@@ -284,7 +289,7 @@ impl Window {
             covered_to: -1,
             length,
             segments: VecDeque::new(),
-            index: HashMap::new(),
+            index: HashIndex::default(),
             used: now,
         }
     }
