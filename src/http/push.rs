@@ -79,7 +79,7 @@ pub async fn push(
     )
     .await?;
     Ok(match accepted {
-        Accepted::Stored(outcomes) => HttpResponse::Created().json(answer(&outcomes)),
+        Accepted::Stored(outcomes) => answered(&outcomes),
         Accepted::Buffered(ids) => HttpResponse::Created().json(buffered(&ids)),
     })
 }
@@ -126,7 +126,7 @@ async fn push_binary(
             "error": count(|s| matches!(s, PushStatus::Full { .. })),
         })));
     }
-    Ok(HttpResponse::Created().json(answer(&outcomes)))
+    Ok(answered(&outcomes))
 }
 
 /// Decodes and validates a JSON push body `{"items": [...]}` under `caps`: the items are
@@ -225,21 +225,54 @@ impl<'de> Visitor<'de> for ItemsSeed {
     }
 }
 
-/// One answer object per item, in request order (decision 9.1: camelCase keys).
-fn answer(outcomes: &[PushOutcome]) -> Vec<PushAnswer<'_>> {
-    outcomes
-        .iter()
-        .enumerate()
-        .map(|(index, o)| PushAnswer {
-            index,
-            status: o.status.wire(),
-            transaction_id: &o.transaction_id,
-            message_id: o.message_id,
-            partition_id: o.partition_id,
-            offset: o.offset,
-            error: o.status.error(),
-        })
-        .collect()
+/// One answer object per item, in request order (decision 9.1: camelCase keys), as the
+/// body of a `201`.
+fn answered(outcomes: &[PushOutcome]) -> HttpResponse {
+    HttpResponse::Created()
+        .content_type("application/json")
+        .body(answer_json(outcomes))
+}
+
+/// The JSON array of the items' answers, written straight into one buffer: each object
+/// has the same keys, in the same order, as a derived `Serialize` would write, but the
+/// keys go in as literals instead of through the string escaper, and the numbers through
+/// `itoa` (serde's path was 6 % of the broker's push profile at batch 100).
+fn answer_json(outcomes: &[PushOutcome]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + outcomes.len() * 160);
+    let mut numbers = itoa::Buffer::new();
+    let mut uuid = Uuid::encode_buffer();
+    out.push(b'[');
+    for (index, o) in outcomes.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"index\":");
+        out.extend_from_slice(numbers.format(index).as_bytes());
+        out.extend_from_slice(b",\"status\":\"");
+        out.extend_from_slice(o.status.wire().as_bytes());
+        out.extend_from_slice(b"\",\"transactionId\":");
+        json_string(&mut out, &o.transaction_id);
+        out.extend_from_slice(b",\"messageId\":\"");
+        out.extend_from_slice(o.message_id.hyphenated().encode_lower(&mut uuid).as_bytes());
+        out.extend_from_slice(b"\",\"partitionId\":\"");
+        out.extend_from_slice(numbers.format(o.partition_id).as_bytes());
+        out.extend_from_slice(b"\",\"offset\":");
+        out.extend_from_slice(numbers.format(o.offset).as_bytes());
+        out.extend_from_slice(b",\"error\":");
+        match o.status.error() {
+            Some(error) => json_string(&mut out, &error),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+    out
+}
+
+/// `text` as a JSON string (quoted and escaped) at the end of `out`.
+fn json_string(out: &mut Vec<u8>, text: &str) {
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
 }
 
 /// One answer object per item of a spooled push: `buffered`, with the transaction id and
@@ -266,21 +299,6 @@ struct BufferedAnswer<'a> {
     status: &'static str,
     transaction_id: &'a str,
     message_id: Uuid,
-}
-
-/// One item's answer, serialised straight from this struct (a `serde_json::Value` per
-/// item showed as allocator time in the push profile).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct PushAnswer<'a> {
-    index: usize,
-    status: &'static str,
-    transaction_id: &'a str,
-    message_id: Uuid,
-    #[serde(serialize_with = "super::json_field::id_as_text")]
-    partition_id: i64,
-    offset: i64,
-    error: Option<String>,
 }
 
 /// The queue and partition names of the item validated last: the items of a request
@@ -381,5 +399,48 @@ pub(super) fn stamp(items: &mut [PushItem], producer: Option<std::sync::Arc<str>
         for item in items {
             item.producer = producer.clone();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn outcome(status: PushStatus, transaction_id: &str, offset: i64) -> PushOutcome {
+        PushOutcome {
+            status,
+            transaction_id: transaction_id.to_string(),
+            message_id: Uuid::from_u128(0x0192_0000_0000_7000_8000_0000_0000_00ab),
+            partition_id: 9_007_199_254_740_993,
+            offset,
+            txn_hash: 0,
+            dedup_window_secs: 0,
+        }
+    }
+
+    #[test]
+    fn the_answer_is_one_object_per_item_with_every_key_and_escaped_ids() {
+        let outcomes = [
+            outcome(PushStatus::Queued, "plain", 0),
+            outcome(PushStatus::Duplicate, "quote \" back\\slash é \u{1}", 7),
+            outcome(PushStatus::Full { max_size: 3 }, "t", 8),
+        ];
+        let bytes = answer_json(&outcomes);
+        let answer: Value = serde_json::from_slice(&bytes).expect("the answer is JSON");
+        let id = "01920000-0000-7000-8000-0000000000ab";
+        assert_eq!(
+            answer,
+            json!([
+                {"index": 0, "status": "queued", "transactionId": "plain", "messageId": id,
+                 "partitionId": "9007199254740993", "offset": 0, "error": null},
+                {"index": 1, "status": "duplicate", "transactionId": "quote \" back\\slash é \u{1}",
+                 "messageId": id, "partitionId": "9007199254740993", "offset": 7, "error": null},
+                {"index": 2, "status": "failed", "transactionId": "t", "messageId": id,
+                 "partitionId": "9007199254740993", "offset": 8,
+                 "error": "queue is full: maxSize is 3 messages and this push would exceed it"},
+            ])
+        );
+        assert_eq!(answer_json(&[]), b"[]");
     }
 }
