@@ -7,7 +7,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
 use super::json_field::JsonField;
+use super::json_out::{boolean, number, optional_string, string};
 use super::{parse_json, read_body, ApiError, AppState};
+use crate::db::ack::AckVerdict;
 use crate::domain::ConsumerGroup;
 use crate::log::ack::{ack, Ack};
 
@@ -100,36 +102,39 @@ async fn answer(
     items: Vec<Ack>,
 ) -> Result<HttpResponse, ApiError> {
     let verdicts = ack(&state.broker, &state.tenant(req), group, &items).await?;
-    let body: Vec<AckAnswer<'_>> = items
-        .iter()
-        .zip(verdicts)
-        .enumerate()
-        .map(|(index, (item, v))| AckAnswer {
-            index,
-            transaction_id: &item.transaction_id,
-            partition_id: item.partition_id,
-            success: v.success,
-            error: v.error,
-            lease_released: v.lease_released,
-            dlq: v.dlq,
-        })
-        .collect();
-    Ok(HttpResponse::Ok().json(body))
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(answer_json(&items, verdicts)))
 }
 
-/// One item's answer, serialised straight from this struct (a `serde_json::Value` per
-/// item showed as allocator time in the ack profile).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AckAnswer<'a> {
-    index: usize,
-    transaction_id: &'a str,
-    #[serde(serialize_with = "super::json_field::id_as_text")]
-    partition_id: i64,
-    success: bool,
-    error: Option<String>,
-    lease_released: bool,
-    dlq: bool,
+/// One answer object per item, in request order, written straight into one buffer (see
+/// [`super::json_out`]): `index`, `transactionId`, `partitionId` (as text), `success`,
+/// `error`, `leaseReleased`, `dlq`.
+fn answer_json(items: &[Ack], verdicts: Vec<AckVerdict>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + items.len() * 128);
+    out.push(b'[');
+    for (index, (item, v)) in items.iter().zip(verdicts).enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"index\":");
+        number(&mut out, index);
+        out.extend_from_slice(b",\"transactionId\":");
+        string(&mut out, &item.transaction_id);
+        out.extend_from_slice(b",\"partitionId\":\"");
+        number(&mut out, item.partition_id);
+        out.extend_from_slice(b"\",\"success\":");
+        boolean(&mut out, v.success);
+        out.extend_from_slice(b",\"error\":");
+        optional_string(&mut out, v.error.as_deref());
+        out.extend_from_slice(b",\"leaseReleased\":");
+        boolean(&mut out, v.lease_released);
+        out.extend_from_slice(b",\"dlq\":");
+        boolean(&mut out, v.dlq);
+        out.push(b'}');
+    }
+    out.push(b']');
+    out
 }
 
 /// The consumer group of a request: absent or null is queue mode.
@@ -175,4 +180,55 @@ pub(super) fn validate(raw: RawAck<'_>, prefix: impl Fn() -> String) -> Result<A
         error: text("error", raw.error)?,
         lease_id: text("leaseId", raw.lease_id)?.unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn item(transaction_id: &str) -> Ack {
+        Ack {
+            partition_id: 9_007_199_254_740_993,
+            transaction_id: transaction_id.to_string(),
+            status: "completed".to_string(),
+            error: None,
+            lease_id: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_answer_is_one_object_per_item_with_every_key() {
+        let items = [item("a \"quoted\" id"), item("b")];
+        let verdicts = vec![
+            AckVerdict {
+                success: true,
+                error: None,
+                lease_released: true,
+                dlq: false,
+                queue: Some("q".to_string()),
+                partition: Some("p".to_string()),
+                pending_after: 3,
+            },
+            AckVerdict {
+                success: false,
+                error: Some("lease expired".to_string()),
+                lease_released: false,
+                dlq: true,
+                queue: None,
+                partition: None,
+                pending_after: 0,
+            },
+        ];
+        let answer: Value = serde_json::from_slice(&answer_json(&items, verdicts)).unwrap();
+        assert_eq!(
+            answer,
+            json!([
+                {"index": 0, "transactionId": "a \"quoted\" id", "partitionId": "9007199254740993",
+                 "success": true, "error": null, "leaseReleased": true, "dlq": false},
+                {"index": 1, "transactionId": "b", "partitionId": "9007199254740993",
+                 "success": false, "error": "lease expired", "leaseReleased": false, "dlq": true},
+            ])
+        );
+    }
 }

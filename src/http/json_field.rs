@@ -97,12 +97,6 @@ impl<'de> Visitor<'de> for FieldVisitor {
     }
 }
 
-/// Serialises an id as a JSON string (the wire contract's `partitionId`) without building
-/// a `String` for it first.
-pub fn id_as_text<S: serde::Serializer>(id: &i64, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,19 +134,6 @@ mod tests {
         assert_eq!(field(r#"{"f":{"a":{"b":"c"}}}"#), Some(JsonField::Other));
         assert_eq!(JsonField::text(field(r#"{"f":[]}"#)), Err(NotText));
         assert_eq!(JsonField::text(field(r#"{"f":null}"#)), Ok(None));
-    }
-
-    #[test]
-    fn an_id_is_answered_as_a_string() {
-        #[derive(serde::Serialize)]
-        struct Answer {
-            #[serde(serialize_with = "id_as_text")]
-            id: i64,
-        }
-        assert_eq!(
-            serde_json::to_string(&Answer { id: 42 }).unwrap(),
-            r#"{"id":"42"}"#
-        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod console;
 pub mod error;
 pub mod health;
 pub mod json_field;
+pub mod json_out;
 pub mod lease;
 pub mod metrics;
 pub mod openapi;

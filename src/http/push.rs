@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::binary::qpb1;
 use super::json_field::JsonField;
+use super::json_out::{number, optional_string, string};
 use super::{read_body, ApiError, AppState};
 use crate::domain::{NameError, PartitionName, PushLimits, PushTally, QueueName};
 use crate::log::push::{PushItem, PushOutcome, PushStatus};
@@ -239,7 +240,6 @@ fn answered(outcomes: &[PushOutcome]) -> HttpResponse {
 /// `itoa` (serde's path was 6 % of the broker's push profile at batch 100).
 fn answer_json(outcomes: &[PushOutcome]) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + outcomes.len() * 160);
-    let mut numbers = itoa::Buffer::new();
     let mut uuid = Uuid::encode_buffer();
     out.push(b'[');
     for (index, o) in outcomes.iter().enumerate() {
@@ -247,32 +247,23 @@ fn answer_json(outcomes: &[PushOutcome]) -> Vec<u8> {
             out.push(b',');
         }
         out.extend_from_slice(b"{\"index\":");
-        out.extend_from_slice(numbers.format(index).as_bytes());
+        number(&mut out, index);
         out.extend_from_slice(b",\"status\":\"");
         out.extend_from_slice(o.status.wire().as_bytes());
         out.extend_from_slice(b"\",\"transactionId\":");
-        json_string(&mut out, &o.transaction_id);
+        string(&mut out, &o.transaction_id);
         out.extend_from_slice(b",\"messageId\":\"");
         out.extend_from_slice(o.message_id.hyphenated().encode_lower(&mut uuid).as_bytes());
         out.extend_from_slice(b"\",\"partitionId\":\"");
-        out.extend_from_slice(numbers.format(o.partition_id).as_bytes());
+        number(&mut out, o.partition_id);
         out.extend_from_slice(b"\",\"offset\":");
-        out.extend_from_slice(numbers.format(o.offset).as_bytes());
+        number(&mut out, o.offset);
         out.extend_from_slice(b",\"error\":");
-        match o.status.error() {
-            Some(error) => json_string(&mut out, &error),
-            None => out.extend_from_slice(b"null"),
-        }
+        optional_string(&mut out, o.status.error().as_deref());
         out.push(b'}');
     }
     out.push(b']');
     out
-}
-
-/// `text` as a JSON string (quoted and escaped) at the end of `out`.
-fn json_string(out: &mut Vec<u8>, text: &str) {
-    // Writing a string into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
 }
 
 /// One answer object per item of a spooled push: `buffered`, with the transaction id and

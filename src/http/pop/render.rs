@@ -6,6 +6,7 @@
 use std::io::Write;
 
 use super::echo::Echo;
+use crate::http::json_out::string;
 use crate::log::pop::Delivery;
 use crate::segment::frame::FLAG_ENCRYPTED;
 use crate::segment::{open_blob, slice_frames, Codec, PayloadKey, SealError};
@@ -141,10 +142,6 @@ pub fn json_answer(
     }
     out.extend_from_slice(b"]}");
     Ok(out)
-}
-
-fn string(out: &mut Vec<u8>, s: &str) {
-    serde_json::to_writer(&mut *out, s).expect("writing a str to a Vec cannot fail");
 }
 
 #[cfg(test)]
