@@ -173,17 +173,23 @@ async fn lock_partition<'a>(
     tx
 }
 
-/// Waits until `n` backends wait for a lock.
+/// Backends of this test's database waiting for a lock (other tests run beside it on
+/// the same server, each in its own database).
+async fn lock_waiters(sql: &tokio_postgres::Client) -> i64 {
+    sql.query_one(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Waits until `n` backends of this test's database wait for a lock.
 async fn until_lock_waiters(sql: &tokio_postgres::Client, n: i64) {
     let found = crate::support::eventually(std::time::Duration::from_secs(10), || async {
-        let row = sql
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap();
-        (row.get::<_, i64>(0) >= n).then_some(())
+        (lock_waiters(sql).await >= n).then_some(())
     })
     .await;
     assert!(found.is_some(), "no push waited for the partition lock");
@@ -239,14 +245,7 @@ async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_comm
         b.post("/api/v1/push", &one_push("held", "b", "b-1")),
     )
     .await;
-    let waiters = watcher
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get::<_, i64>(0);
+    let waiters = lock_waiters(&watcher).await;
     lock.rollback().await.unwrap();
     let first = first.await.unwrap();
     let followers = join_all(followers).await;
