@@ -316,33 +316,31 @@ async fn write_batch(broker: &Broker, batch: Vec<Job>) {
     match store(broker, &batch).await {
         Ok(outcomes) => {
             for (job, outcomes) in batch.into_iter().zip(outcomes) {
-                announce(broker, &job.tenant, &job.items, &outcomes);
-                let _ = job.reply.send(Ok(outcomes));
+                answer(broker, job, Ok(outcomes));
             }
         }
         Err(error) if batch.len() == 1 => {
             let job = batch.into_iter().next().expect("one job");
-            let _ = job.reply.send(Err(error));
+            answer(broker, job, Err(error));
         }
         Err(error) => {
             debug!(error = %error, requests = batch.len(), "combined push failed; storing its requests one by one");
             for job in batch {
-                let single = [job];
-                match store(broker, &single).await {
-                    Ok(mut outcomes) => {
-                        let [job] = single;
-                        let outcomes = outcomes.pop().expect("one request's outcomes");
-                        announce(broker, &job.tenant, &job.items, &outcomes);
-                        let _ = job.reply.send(Ok(outcomes));
-                    }
-                    Err(error) => {
-                        let [job] = single;
-                        let _ = job.reply.send(Err(error));
-                    }
-                }
+                let reply = store(broker, std::slice::from_ref(&job))
+                    .await
+                    .map(|mut outcomes| outcomes.pop().expect("one request's outcomes"));
+                answer(broker, job, reply);
             }
         }
     }
+}
+
+/// Answers `job`'s request; a stored push is announced first (dedup window, wakes).
+fn answer(broker: &Broker, job: Job, reply: Reply) {
+    if let Ok(outcomes) = &reply {
+        announce(broker, &job.tenant, &job.items, outcomes);
+    }
+    let _ = job.reply.send(reply);
 }
 
 /// One transaction for `jobs`, tenants in a fixed order (so two writers lock partitions in
@@ -355,7 +353,7 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
     let zstd_level = broker.config.push.zstd_level;
     let mut conn = broker.db.conn().await?;
     let result = async {
-        if let [(tenant, ks)] = Vec::from_iter(&by_tenant)[..] {
+        if let (1, Some((tenant, ks))) = (by_tenant.len(), by_tenant.first_key_value()) {
             let staged = staged_of(jobs, ks);
             let stored = store_committed(&mut conn, broker, tenant, &staged, zstd_level).await?;
             return Ok(stored.into_iter().map(Some).collect());
