@@ -212,6 +212,12 @@ async fn writers_and_partitions(writers: &str, queue: &str) -> TestBroker {
     b
 }
 
+/// Push commits the broker counted so far.
+async fn push_commits(b: &TestBroker) -> u64 {
+    let (_, metrics) = b.get("/metrics").await;
+    metrics["push"]["commits"].as_u64().unwrap()
+}
+
 /// Sends a push in a task of its own; its status when it is answered.
 fn send(b: &TestBroker, body: Value) -> tokio::task::JoinHandle<StatusCode> {
     let (client, url) = (reqwest::Client::new(), b.url("/api/v1/push"));
@@ -226,8 +232,7 @@ fn send(b: &TestBroker, body: Value) -> tokio::task::JoinHandle<StatusCode> {
 async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_commit() {
     // Arrange: the test holds partition a's row lock.
     let b = writers_and_partitions("2", "held").await;
-    let (_, metrics) = b.get("/metrics").await;
-    let commits_before = metrics["push"]["commits"].as_u64().unwrap();
+    let commits_before = push_commits(&b).await;
     let mut locker = b.sql().await;
     let watcher = b.sql().await;
     let lock = lock_partition(&mut locker, "held", "a").await;
@@ -258,8 +263,7 @@ async fn pushes_to_a_partition_being_written_wait_for_it_and_share_the_next_comm
     for status in followers {
         assert_eq!(status.unwrap(), StatusCode::CREATED);
     }
-    let (_, metrics) = b.get("/metrics").await;
-    let commits = metrics["push"]["commits"].as_u64().unwrap() - commits_before;
+    let commits = push_commits(&b).await - commits_before;
     assert_eq!(
         commits, 3,
         "a's first push, b's push, and a's five followers together"
@@ -334,8 +338,7 @@ async fn a_later_push_never_overtakes_a_waiting_push_to_the_same_partition() {
 async fn pushes_to_several_partitions_waiting_for_a_writer_share_one_commit() {
     // Arrange: one writer, blocked by the test's lock on partition a.
     let b = writers_and_partitions("1", "group").await;
-    let (_, metrics) = b.get("/metrics").await;
-    let commits_before = metrics["push"]["commits"].as_u64().unwrap();
+    let commits_before = push_commits(&b).await;
     let mut locker = b.sql().await;
     let watcher = b.sql().await;
     let lock = lock_partition(&mut locker, "group", "a").await;
@@ -362,8 +365,7 @@ async fn pushes_to_several_partitions_waiting_for_a_writer_share_one_commit() {
     for status in others {
         assert_eq!(status.unwrap(), StatusCode::CREATED);
     }
-    let (_, metrics) = b.get("/metrics").await;
-    let commits = metrics["push"]["commits"].as_u64().unwrap() - commits_before;
+    let commits = push_commits(&b).await - commits_before;
     assert_eq!(commits, 2, "a's push, then b's, c's and d's together");
     for p in ["b", "c", "d"] {
         let popped = b
@@ -375,4 +377,50 @@ async fn pushes_to_several_partitions_waiting_for_a_writer_share_one_commit() {
             .collect();
         assert!(ids.contains(&format!("{p}-1").as_str()), "{p}: {ids:?}");
     }
+}
+
+/// A combined transaction that fails is retried request by request: the push that cannot
+/// be stored (here, one creating a partition past the tenant's limit) is refused alone,
+/// and the push that waited beside it in the same batch is stored.
+#[actix_rt::test]
+async fn a_push_refused_inside_a_combined_batch_is_refused_alone() {
+    // Arrange: one writer, blocked by the test's lock on partition a; at most two
+    // partitions per queue, and a and b exist.
+    let b = TestBroker::start_with(&[
+        ("QUEEN_PUSH_WRITERS", "1"),
+        ("QUEEN_PUSH_COMBINE_WINDOW_US", "0"),
+        ("QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE", "2"),
+    ])
+    .await;
+    b.push("limited", "a", &[json!(0)]).await;
+    b.push("limited", "b", &[json!(0)]).await;
+    let mut locker = b.sql().await;
+    let watcher = b.sql().await;
+    let lock = lock_partition(&mut locker, "limited", "a").await;
+    let first = send(&b, one_push("limited", "a", "a-1"));
+    until_lock_waiters(&watcher, 1).await;
+
+    // Act: a push to b and one that would create a third partition wait for the writer
+    // together, and are taken into one batch once a is released.
+    let to_b = send(&b, one_push("limited", "b", "b-1"));
+    let to_c = send(&b, one_push("limited", "c", "c-1"));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    lock.rollback().await.unwrap();
+
+    // Assert
+    assert_eq!(first.await.unwrap(), StatusCode::CREATED);
+    assert_eq!(to_c.await.unwrap(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        to_b.await.unwrap(),
+        StatusCode::CREATED,
+        "the push to b failed with the push beside it"
+    );
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/limited/partition/b?batch=10")
+        .await;
+    let ids: Vec<&str> = popped
+        .iter()
+        .filter_map(|m| m["transactionId"].as_str())
+        .collect();
+    assert!(ids.contains(&"b-1"), "{ids:?}");
 }
