@@ -34,9 +34,9 @@
 //! `log::push` groups them by (queue, partition), dedups transaction ids within the request
 //! and against the partition's in-memory dedup window (`log::push::window`), frames and
 //! compresses one segment per group, and appends all groups in one transaction through
-//! `queen.log_push_v2`, which assigns dense offsets under the partition row lock and
+//! `queen.log_push_v3`, which assigns dense offsets under the partition row lock and
 //! appends only if the window saw every earlier append (else it lists what others stored,
-//! and the check runs again). Each segment keeps its messages' transaction-id hashes.
+//! and the check runs again). Each segment keeps its messages' transaction-id keys.
 //! After the commit the queue's group actors hear which partitions received messages, and
 //! so do the peers, through the mesh: their actors wake as if the push had been theirs.
 //!
@@ -56,7 +56,7 @@
 //! the gate; the seed's bounded backoff is the floor under lost wakes.
 //!
 //! **Ack.** `log::ack` groups acknowledgements by (partition, lease) and calls
-//! `queen.log_ack_v2`, which finds offsets by transaction-id hash within the lease's span
+//! `queen.log_ack_v2`, which finds offsets by transaction-id key within the lease's span
 //! (so any node can ack; a whole-batch ack is one positional advance), moves
 //! the cursor by the longest acknowledged prefix, rewinds on a nack, charges retries and
 //! files dead letters, and releases the lease once everything delivered is done.

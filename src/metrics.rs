@@ -62,7 +62,7 @@ pub struct Metrics {
     /// Commits of pushes sent with their append statement in one round trip (see
     /// `log::push::store_committed`).
     pub push_alone_commits: AtomicU64,
-    /// Partition appends made by `log_push_v2` (the append the one statement declined).
+    /// Partition appends made by `log_push_v3` (the append the one statement declined).
     pub push_function_appends: AtomicU64,
     /// Acks of one (partition, lease) settled by the one-statement whole-lease ack.
     pub acks_whole_lease: AtomicU64,

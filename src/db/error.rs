@@ -69,7 +69,7 @@ impl DbError {
     /// True when a write stored nothing because a queue was deleted under it: a deadlock
     /// with the delete (which locks the queue's partitions in id order, a combined push in
     /// name order), the queue row gone when the write created a partition in it, or the
-    /// partition gone between `log_push_v2`'s insert of it and its read back (the segment
+    /// partition gone between `log_push_v3`'s insert of it and its read back (the segment
     /// then has no partition id). Tried again, the write creates queue and partition afresh.
     pub fn lost_to_a_queue_delete(&self) -> bool {
         let gone = match self {

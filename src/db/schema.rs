@@ -84,6 +84,7 @@ pub const FILES: &[(&str, &str)] = &[
     sql_file!("061_tenant_limits.sql"),
     sql_file!("062_segments_without_foreign_key.sql"),
     sql_file!("063_leases_named_by_partition.sql"),
+    sql_file!("064_txn_keys.sql"),
 ];
 
 /// Where refinery records applied migrations.

@@ -405,7 +405,7 @@ mod tests {
             message_id: Uuid::from_u128(0x0192_0000_0000_7000_8000_0000_0000_00ab),
             partition_id: 9_007_199_254_740_993,
             offset,
-            txn_hash: 0,
+            txn_key: 0,
             dedup_window_secs: 0,
         }
     }

@@ -2,9 +2,9 @@
 //!
 //! Transaction ids dedup within the request first (the first occurrence wins), then against
 //! the partition's dedup window ([`window`]): the ids stored within the queue's
-//! `dedupWindowSeconds`, which this node keeps in memory and `queen.log_push_v2` keeps
+//! `dedupWindowSeconds`, which this node keeps in memory and `queen.log_push_v3` keeps
 //! honest under the partition lock. No row is written per message: each segment stores
-//! its messages' transaction-id hashes, which acks and admin lookups read.
+//! its messages' transaction-id keys, which acks and admin lookups read.
 //! [`stage`] does the database work inside a caller's transaction (a transaction bundle);
 //! [`push`] wraps it in a transaction of its own.
 //!
@@ -25,7 +25,7 @@ use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::log::encryption::seal_payloads;
-use crate::segment::{txn_hash, BlobError, FrameError};
+use crate::segment::{txn_key, BlobError, FrameError};
 
 mod append;
 pub mod combiner;
@@ -114,8 +114,8 @@ pub struct PushOutcome {
     pub partition_id: i64,
     /// The message's offset in its partition.
     pub offset: i64,
-    /// `txn_hash` of the transaction id (what the partition's dedup window holds).
-    pub txn_hash: i64,
+    /// `txn_key` of the transaction id (what the partition's dedup window holds).
+    pub txn_key: i64,
     /// The queue's dedup window in seconds as the append saw it (0: off, or a duplicate).
     pub dedup_window_secs: i32,
 }
@@ -265,7 +265,7 @@ async fn push_once(
 pub struct PreparedPush {
     message_ids: Vec<Uuid>,
     txn_ids: Vec<String>,
-    hashes: Vec<i64>,
+    keys: Vec<i64>,
     sealed: Vec<Option<Vec<u8>>>,
     prebuilt: Vec<PrebuiltSegment>,
     segment_of: Vec<Option<usize>>,
@@ -322,7 +322,7 @@ pub async fn prepare_with_ids(
                 .unwrap_or_else(|| id.to_string())
         })
         .collect();
-    let hashes = txn_ids.iter().map(|t| txn_hash(t)).collect();
+    let keys = txn_ids.iter().map(|t| txn_key(t)).collect();
     let sealed = seal_payloads(broker, tenant, items, &message_ids).await?;
     // A client's group holds plaintext frames without a producer: in an encrypted queue,
     // or under a stamped producer, it must be rebuilt.
@@ -334,7 +334,7 @@ pub async fn prepare_with_ids(
     Ok(PreparedPush {
         message_ids,
         txn_ids,
-        hashes,
+        keys,
         sealed,
         prebuilt,
         segment_of,
@@ -464,7 +464,7 @@ async fn stage_and_commit(
 /// received how many messages, and extends the partitions' dedup windows. Call it only
 /// after the commit that stored `outcomes`.
 pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: &[PushOutcome]) {
-    // Per (queue, partition): its id, its dedup window, and (offset, hash) of every message
+    // Per (queue, partition): its id, its dedup window, and (offset, key) of every message
     // stored there.
     type Stored = (i64, i32, Vec<(i64, i64)>);
     let mut landed: BTreeMap<(&QueueName, &PartitionName), Stored> = BTreeMap::new();
@@ -474,7 +474,7 @@ pub fn announce(broker: &Broker, tenant: &Tenant, items: &[PushItem], outcomes: 
                 .entry((&item.queue, &item.partition))
                 .or_insert_with(|| (o.partition_id, o.dedup_window_secs, Vec::new()))
                 .2
-                .push((o.offset, o.txn_hash));
+                .push((o.offset, o.txn_key));
         }
     }
     for ((queue, partition), (id, window_secs, mut stored)) in landed {

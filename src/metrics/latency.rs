@@ -19,7 +19,7 @@ const BUCKETS: [f64; 16] = [
 
 /// The SQL functions of the push, pop and ack paths, shown from the start.
 const HOT_SQL_FUNCTIONS: [&str; 8] = [
-    "log_push_v2",
+    "log_push_v3",
     "log_ack_v2",
     "log_pop_wildcard_bin_v1",
     "log_pop_list_v1",

@@ -73,7 +73,7 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
         .await
         .unwrap();
     assert!(
-        scrape.contains(r#"queen_sql_duration_seconds_count{function="log_push_v2"} "#),
+        scrape.contains(r#"queen_sql_duration_seconds_count{function="log_push_v3"} "#),
         "{scrape}"
     );
     let pid_file = data_dir.join("pgdata").join("postmaster.pid");

@@ -72,6 +72,7 @@ mod shutdown;
 mod spool;
 mod tenants;
 mod transaction;
+mod txn_keys;
 mod upgrade;
 mod upgrade_options;
 mod wakes_lost;

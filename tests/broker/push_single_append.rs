@@ -1,7 +1,7 @@
 //! The single-statement append: a push of one segment to a partition whose last offset the
 //! node's dedup window covers is appended by one plain statement
 //! (`push.singleStatementAppends`); everything else (a partition's first push, appends
-//! other writers made meanwhile) goes through `log_push_v2` and answers as it always did.
+//! other writers made meanwhile) goes through `log_push_v3` and answers as it always did.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::support::fixtures::{counter, sql_count};
 use crate::support::{postgres, two_nodes, TestBroker};
 
-/// Both append counters, read now: (one statement, log_push_v2).
+/// Both append counters, read now: (one statement, log_push_v3).
 async fn appends(b: &TestBroker) -> (i64, i64) {
     (
         counter(b, "/push/singleStatementAppends").await,
@@ -91,7 +91,7 @@ async fn delivered_once(b: &TestBroker, queue: &str, skip: &str) -> usize {
     all
 }
 
-/// A partition's first push creates it through `log_push_v2`; the pushes after it are one
+/// A partition's first push creates it through `log_push_v3`; the pushes after it are one
 /// statement each, at the offsets that follow.
 #[actix_rt::test]
 async fn after_the_first_push_a_partition_is_appended_by_one_statement() {
@@ -434,8 +434,8 @@ async fn a_push_whose_commit_fails_after_its_statement_ran_is_not_answered_as_st
 }
 
 /// A partition's first push into an existing queue creates the partition and appends its
-/// first segment in one statement (no `log_push_v2`); a second node, whose window knows
-/// nothing of the partition yet, finds it created (`log_push_v2` answers it stale, with
+/// first segment in one statement (no `log_push_v3`); a second node, whose window knows
+/// nothing of the partition yet, finds it created (`log_push_v3` answers it stale, with
 /// what the window lacks) and appends at the next offset.
 #[actix_rt::test]
 async fn a_first_push_into_an_existing_queue_creates_its_partition_in_one_statement() {

@@ -6,11 +6,10 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use uuid::Uuid;
 
 use queen::db::schema::FILES;
-use queen::segment::{txn_hash, NewFrame, SegmentBuilder};
 
+use crate::support::old_writers::{old_push_v1, old_push_v2};
 use crate::support::{payloads, postgres, TestBroker};
 
 /// Every `sql/` file of main at 8f894d1, concatenated in order (`git show 8f894d1:sql/…`).
@@ -47,7 +46,7 @@ async fn a_database_of_main_8f894d1_with_data_upgrades_and_loses_nothing() {
     .await
     .unwrap();
     let legacy_ids = old_push_v1(&sql, "up", "legacy", &["a", "b", "c"]).await;
-    old_push_v2(&sql, "up", "p2", &["x0", "x1", "x2", "x3"]).await;
+    old_push_v2(&sql, "up", "p2", None, &["x0", "x1", "x2", "x3"]).await;
     sql.batch_execute(
         "INSERT INTO queen.consumer_groups_metadata (consumer_group, queue_id)
              SELECT 'g', id FROM queen.queues WHERE name = 'up';
@@ -253,69 +252,6 @@ async fn history(sql: &tokio_postgres::Client) -> Vec<(i32, String, String)> {
 }
 
 /// One segment through the old per-message dedup push (`log_push_v1`); the message ids.
-async fn old_push_v1(
-    sql: &tokio_postgres::Client,
-    queue: &str,
-    partition: &str,
-    txns: &[&str],
-) -> Vec<Uuid> {
-    let ids: Vec<Uuid> = txns.iter().map(|_| Uuid::now_v7()).collect();
-    let (blob, _) = segment(txns, &ids);
-    let txn_ids: Vec<String> = txns.iter().map(|t| (*t).to_owned()).collect();
-    sql.execute(
-        "SELECT * FROM queen.log_push_v1('', $1, $2, $3, $4, $5, $6, NULL)",
-        &[
-            &queue,
-            &partition,
-            &txn_ids,
-            &ids,
-            &blob.bytes,
-            &blob.codec.as_i16(),
-        ],
-    )
-    .await
-    .expect("old log_push_v1 appends");
-    ids
-}
-
-/// One segment through the old hashed push (`log_push_v2`).
-async fn old_push_v2(sql: &tokio_postgres::Client, queue: &str, partition: &str, txns: &[&str]) {
-    let ids: Vec<Uuid> = txns.iter().map(|_| Uuid::now_v7()).collect();
-    let (blob, hashes) = segment(txns, &ids);
-    sql.execute(
-        "SELECT * FROM queen.log_push_v2('', $1, $2, NULL, 300, $3, $4, $5, $6, NULL)",
-        &[
-            &queue,
-            &partition,
-            &vec![blob.count as i32],
-            &vec![blob.codec.as_i16()],
-            &vec![blob.bytes.clone()],
-            &hashes,
-        ],
-    )
-    .await
-    .expect("old log_push_v2 appends");
-}
-
-/// A segment whose payloads are the transaction ids as JSON strings.
-fn segment(txns: &[&str], ids: &[Uuid]) -> (queen::segment::SegmentBlob, Vec<i64>) {
-    let payloads: Vec<String> = txns.iter().map(|t| format!("\"{t}\"")).collect();
-    let mut builder = SegmentBuilder::new();
-    for ((txn, id), payload) in txns.iter().zip(ids).zip(&payloads) {
-        builder
-            .push(&NewFrame {
-                message_id: *id,
-                trace_id: None,
-                transaction_id: txn,
-                producer: None,
-                payload: payload.as_bytes(),
-            })
-            .unwrap();
-    }
-    let hashes = txns.iter().map(|t| txn_hash(t)).collect();
-    (builder.finish(1).unwrap(), hashes)
-}
-
 async fn push_one(b: &TestBroker, partition: &str, txn: &str) -> Value {
     let item =
         json!({"queue": "up", "partition": partition, "transactionId": txn, "payload": "again"});

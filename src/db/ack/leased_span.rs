@@ -3,11 +3,11 @@
 //! that node granted.
 //!
 //! [`super::whole_lease`] proves in SQL that the acked transaction ids are exactly the
-//! lease's messages, by reading every delivered segment's hashes, sorting and comparing
+//! lease's messages, by reading every delivered segment's keys, sorting and comparing
 //! them: most of its cost (queen-bench batch 100: about 86 µs a call in
 //! `pg_stat_statements`, for ten messages as for a hundred). The serving node already
-//! knows those hashes: its claim returned them with the segments ([`LeasedSpan`], kept in
-//! the lease book). When the items' sorted hashes equal the book's, this statement only
+//! knows those keys: its claim returned them with the segments ([`LeasedSpan`], kept in
+//! the lease book). When the items' sorted keys equal the book's, this statement only
 //! checks that the row still holds that lease over that span (same lease id, same floor
 //! and end, live, nothing acked ahead, no retry charged) and releases it exactly as the
 //! whole-lease statement would. No row back means nothing changed, and the caller goes on
@@ -37,7 +37,7 @@ RETURNING greatest(p.last_offset - c.committed, 0),
 );
 
 /// What a node's claim leased from one partition: the span `(floor, batch_end]` and the
-/// sorted, distinct transaction-id hashes of its messages (one per offset), as the
+/// sorted, distinct transaction-id keys of its messages (one per offset), as the
 /// segments hold them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeasedSpan {
@@ -45,8 +45,8 @@ pub struct LeasedSpan {
     pub floor: i64,
     /// The last delivered offset.
     pub batch_end: i64,
-    /// The delivered messages' hashes, sorted, each once.
-    pub sorted_hashes: Vec<i64>,
+    /// The delivered messages' keys, sorted, each once.
+    pub sorted_keys: Vec<i64>,
     /// The partition's queue.
     pub queue: String,
     /// The partition's name.
@@ -55,22 +55,22 @@ pub struct LeasedSpan {
 
 impl LeasedSpan {
     /// The span of a claim that delivered `(floor, batch_end]` whose messages hash to
-    /// `hashes` in offset order; `None` when the hashes do not stand for the span one to
+    /// `keys` in offset order; `None` when the keys do not stand for the span one to
     /// one (a missing hash, a repeated transaction id), the cases only SQL can settle.
     pub fn of(
         floor: i64,
         batch_end: i64,
-        mut hashes: Vec<i64>,
+        mut keys: Vec<i64>,
         queue: &str,
         partition: &str,
     ) -> Option<Self> {
         let count = usize::try_from(batch_end - floor).ok()?;
-        hashes.sort_unstable();
-        hashes.dedup();
-        (count > 0 && hashes.len() == count).then(|| Self {
+        keys.sort_unstable();
+        keys.dedup();
+        (count > 0 && keys.len() == count).then(|| Self {
             floor,
             batch_end,
-            sorted_hashes: hashes,
+            sorted_keys: keys,
             queue: queue.to_owned(),
             partition: partition.to_owned(),
         })
@@ -84,7 +84,7 @@ pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
 
 /// Releases `lease` on the partition when the row still holds it over `span`: `Some`
 /// (messages left beyond the new cursor) when it did, `None` when nothing changed. The
-/// caller has checked that the acked items' sorted hashes are `span.sorted_hashes`.
+/// caller has checked that the acked items' sorted keys are `span.sorted_keys`.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "ack_known_lease"))]
 pub async fn try_known_lease(
     client: &impl GenericClient,
@@ -119,7 +119,7 @@ mod tests {
     #[test]
     fn a_span_is_known_only_when_each_offset_has_its_own_hash() {
         let span = LeasedSpan::of(9, 12, vec![30, 10, 20], "q", "p").expect("three distinct");
-        assert_eq!(span.sorted_hashes, vec![10, 20, 30]);
+        assert_eq!(span.sorted_keys, vec![10, 20, 30]);
         assert!(LeasedSpan::of(9, 12, vec![10, 10, 20], "q", "p").is_none());
         assert!(LeasedSpan::of(9, 12, vec![10, 20], "q", "p").is_none());
         assert!(LeasedSpan::of(9, 9, vec![], "q", "p").is_none());

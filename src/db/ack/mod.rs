@@ -5,7 +5,7 @@
 use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
-use crate::segment::txn_hash;
+use crate::segment::{key_of_hash, txn_hash};
 
 /// The start of both one-statement acks: the `UPDATE` that releases a whole lease, moving
 /// the cursor to its end and clearing it. One text, so the two cannot drift apart.
@@ -157,7 +157,7 @@ pub async fn ack_in(
 }
 
 /// [`ack_in`], first trying the known-lease statement when `known` (this node's record of
-/// the lease) holds exactly the items' hashes.
+/// the lease) holds exactly the items' keys.
 async fn ack_known(
     client: &impl GenericClient,
     st: &AckStatements,
@@ -174,12 +174,15 @@ async fn ack_known(
     } = *target;
     let relaxed = durability == AckDurability::Relaxed;
     let txn_ids: Vec<&str> = items.iter().map(|i| i.transaction_id).collect();
+    // `log_ack_v2` takes the 64-bit hashes (brokers of the previous version call it too);
+    // the lease statements compare keys.
     let hashes: Vec<i64> = txn_ids.iter().map(|t| txn_hash(t)).collect();
+    let keys: Vec<i64> = hashes.iter().map(|&h| key_of_hash(h)).collect();
     let statuses: Vec<&str> = items.iter().map(|i| i.status).collect();
     let lease = (!lease.is_empty()).then_some(lease);
-    if let Some(sorted) = whole_lease::eligible(&statuses, &hashes) {
+    if let Some(sorted) = whole_lease::eligible(&statuses, &keys) {
         if let (Some(span), Some(lease)) = (known, lease) {
-            if span.sorted_hashes == sorted {
+            if span.sorted_keys == sorted {
                 let released = leased_span::try_known_lease(
                     client,
                     &st.known_lease,
@@ -209,7 +212,7 @@ async fn ack_known(
                 partition_id,
                 group,
                 lease,
-                sorted_hashes: &sorted,
+                sorted_keys: &sorted,
                 relaxed,
             },
         )

@@ -5,20 +5,20 @@
 //! with its executor start-up, for an ack that in most cases only moves the cursor to the
 //! lease's end. This statement does exactly that, and only when it can prove the ack is
 //! that case: the lease is live and unchanged since the pop (nothing acked ahead, no retry
-//! charged), and the sorted, distinct transaction-id hashes of the items are exactly the
-//! hashes the segments hold for the delivered span `(floor, batch_end]` (the floor as in
+//! charged), and the sorted, distinct transaction-id keys of the items are exactly the
+//! keys the segments hold for the delivered span `(floor, batch_end]` (the floor as in
 //! `log_ack_v2`: the cursor, or just before the first delivered offset after a retention
 //! gap), with as many of them as the span has messages. Anything else (a partial ack, a
 //! nack, an expired lease, a repeated transaction id inside the span, a segment written
-//! without hashes) matches no row, and the caller falls back to `log_ack_v2`, whose answers
-//! are then the only ones. Hashes stand for transaction ids here exactly as they do in
+//! without keys) matches no row, and the caller falls back to `log_ack_v2`, whose answers
+//! are then the only ones. Keys stand for transaction ids here exactly as they do in
 //! `log_ack_v2`'s offset resolution.
 
 use tokio_postgres::{GenericClient, Row, Statement};
 
 use super::super::{DbError, PgConn};
 
-/// `$1` partition, `$2` group, `$3` lease (NULL: the live lease), `$4` the items' hashes,
+/// `$1` partition, `$2` group, `$3` lease (NULL: the live lease), `$4` the items' keys,
 /// sorted and distinct, `$5` the commit need not wait for the WAL flush, `$6` the caller's
 /// tenant (a condition on the queue row the statement joins anyway). Returns one row
 /// (queue, partition, messages left beyond the new cursor, the synchronous_commit set)
@@ -33,13 +33,20 @@ WHERE c.partition_id = $1 AND c.consumer_group = $2 AND p.id = $1 AND q.tenant =
   AND c.batch_end - greatest(c.committed, coalesce(c.attempt_offset - 1, c.committed))
       = cardinality($4::bigint[])
   AND $4::bigint[] = (
-      SELECT array_agg(DISTINCT h ORDER BY h)
+      SELECT array_agg(DISTINCT k.h ORDER BY k.h)
       FROM queen.log_segments s
-      CROSS JOIN LATERAL unnest(s.txn_hashes[
-          greatest(s.base_offset,
-                   greatest(c.committed, coalesce(c.attempt_offset - 1, c.committed)) + 1)
-            - s.base_offset + 1
-          : least(s.end_offset, c.batch_end) - s.base_offset + 1]) AS h
+      -- The delivered part of the segment, as 1-based array positions.
+      CROSS JOIN LATERAL (
+          SELECT greatest(s.base_offset,
+                          greatest(c.committed, coalesce(c.attempt_offset - 1, c.committed)) + 1)
+                   - s.base_offset + 1 AS a,
+                 least(s.end_offset, c.batch_end) - s.base_offset + 1 AS b) r
+      -- Its keys, from the key columns or from an earlier broker's hashes.
+      CROSS JOIN LATERAL (
+          SELECT (u.hi::bigint << 16) | (u.lo::bigint & 65535)
+          FROM unnest(s.txn_keys_hi[r.a : r.b], s.txn_keys_lo[r.a : r.b]) AS u (hi, lo)
+          UNION ALL
+          SELECT u.h >> 16 FROM unnest(s.txn_hashes[r.a : r.b]) AS u (h)) AS k (h)
       WHERE s.partition_id = $1
         AND s.base_offset <= c.batch_end
         AND s.base_offset >= coalesce(
@@ -70,15 +77,15 @@ pub async fn statement(conn: &mut PgConn) -> Result<Statement, DbError> {
     conn.statement("ack_whole_lease", WHOLE_LEASE).await
 }
 
-/// The items' hashes, sorted and distinct, when every item completes its message (the
+/// The items' keys, sorted and distinct, when every item completes its message (the
 /// only shape this statement settles); `None` otherwise.
-pub fn eligible(statuses: &[&str], hashes: &[i64]) -> Option<Vec<i64>> {
+pub fn eligible(statuses: &[&str], keys: &[i64]) -> Option<Vec<i64>> {
     let completes =
         |s: &str| s.eq_ignore_ascii_case("completed") || s.eq_ignore_ascii_case("success");
-    if hashes.is_empty() || !statuses.iter().all(|s| completes(s)) {
+    if keys.is_empty() || !statuses.iter().all(|s| completes(s)) {
         return None;
     }
-    let mut sorted = hashes.to_vec();
+    let mut sorted = keys.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
     Some(sorted)
@@ -95,8 +102,8 @@ pub struct WholeLease<'a> {
     pub group: &'a str,
     /// The lease (`None`: the partition's live lease).
     pub lease: Option<&'a str>,
-    /// The items' hashes, sorted and distinct (see [`eligible`]).
-    pub sorted_hashes: &'a [i64],
+    /// The items' keys, sorted and distinct (see [`eligible`]).
+    pub sorted_keys: &'a [i64],
     /// The commit need not wait for the WAL flush.
     pub relaxed: bool,
 }
@@ -116,7 +123,7 @@ pub async fn try_whole_lease(
                 &w.partition_id,
                 &w.group,
                 &w.lease,
-                &w.sorted_hashes,
+                &w.sorted_keys,
                 &w.relaxed,
                 &w.tenant,
             ],

@@ -22,13 +22,15 @@ use tokio_postgres::Row;
 
 use super::super::{DbError, PgConn};
 use super::{slice, ClaimParams, ClaimedSlice};
+use crate::segment::{key_of_hash, KeyColumns};
 
 /// `$1` partition, `$2` group, `$3` worker (lease id), `$4` budget, `$5` lease seconds
 /// (NULL: the queue's), `$6` auto-ack, `$7` skip the windowBuffer check, `$8` tenant, `$9`
 /// queue name. Rows: the fourteen slice columns, then pending_after, the lease seconds,
 /// the synchronous_commit set for the transaction (selected so it is surely evaluated) and
-/// the delivered messages' transaction-id hashes (NULL for a segment stored without them),
-/// which the lease book keeps for the ack.
+/// the delivered messages' transaction-id keys as the segment holds them (`txn_keys_hi` and
+/// `txn_keys_lo`, or an earlier broker's `txn_hashes`; all NULL for a segment stored
+/// without them), which the lease book keeps for the ack.
 const SINGLE_CLAIM: &str = "
 WITH claim AS (
     SELECT c.partition_id, c.committed, c.attempt_count, c.attempt_offset, p.last_offset,
@@ -72,7 +74,7 @@ WITH claim AS (
         ORDER BY x.base_offset LIMIT 1) s
 ), segs AS (
     SELECT s.base_offset, s.end_offset, s.msg_count, s.created_at, s.codec, s.producer, s.blob,
-           s.txn_hashes,
+           s.txn_hashes, s.txn_keys_hi, s.txn_keys_lo,
            greatest(s.base_offset, f.first_off) AS from_off, least(s.end_offset, f.cap) AS to_off
     FROM first f JOIN queen.log_segments s
       ON s.partition_id = f.partition_id
@@ -109,6 +111,8 @@ SELECT f.queue_name, f.partition_name, f.partition_id, u.attempt, f.first_off, u
        s.base_offset, (s.from_off - s.base_offset)::integer, (s.to_off - s.from_off + 1)::integer,
        s.msg_count, s.created_at, s.codec, s.producer, s.blob,
        greatest(f.last_offset - u.claim_end, 0), f.lease_seconds, u.durability,
+       s.txn_keys_hi[s.from_off - s.base_offset + 1 : s.to_off - s.base_offset + 1],
+       s.txn_keys_lo[s.from_off - s.base_offset + 1 : s.to_off - s.base_offset + 1],
        s.txn_hashes[s.from_off - s.base_offset + 1 : s.to_off - s.base_offset + 1]
 FROM upd u, first f, segs s
 ORDER BY s.base_offset";
@@ -122,9 +126,9 @@ pub struct SingleClaim {
     pub pending_after: i64,
     /// When the lease ends (`None` with auto-ack).
     pub lease_until: Option<DateTime<Utc>>,
-    /// The delivered messages' transaction-id hashes in offset order; `None` when a
+    /// The delivered messages' transaction-id keys in offset order; `None` when a
     /// segment was stored without them.
-    pub hashes: Option<Vec<i64>>,
+    pub keys: Option<Vec<i64>>,
 }
 
 /// Claims from `partition_id` in one statement; `None` when the case is not one it settles
@@ -165,9 +169,9 @@ fn claimed(rows: &[Row], auto_ack: bool) -> Option<SingleClaim> {
     let first = rows.first()?;
     let pending_after: i64 = first.get(14);
     let lease_seconds: i32 = first.get(15);
-    let hashes = rows
+    let keys = rows
         .iter()
-        .map(|row| row.get::<_, Option<Vec<i64>>>(17))
+        .map(slice_keys)
         .try_fold(Vec::new(), |mut all, slice| {
             all.extend(slice?);
             Some(all)
@@ -176,6 +180,18 @@ fn claimed(rows: &[Row], auto_ack: bool) -> Option<SingleClaim> {
         slices: rows.iter().map(|row| slice(row, 0)).collect(),
         pending_after,
         lease_until: (!auto_ack).then(|| Utc::now() + Duration::seconds(i64::from(lease_seconds))),
-        hashes,
+        keys,
     })
+}
+
+/// One row's keys: from the key columns, else from an earlier broker's hashes.
+fn slice_keys(row: &Row) -> Option<Vec<i64>> {
+    let hi: Option<Vec<i32>> = row.get(17);
+    let lo: Option<Vec<i16>> = row.get(18);
+    match (hi, lo) {
+        (Some(hi), Some(lo)) => KeyColumns::keys(&hi, &lo),
+        _ => row
+            .get::<_, Option<Vec<i64>>>(19)
+            .map(|hashes| hashes.into_iter().map(key_of_hash).collect()),
+    }
 }

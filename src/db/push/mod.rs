@@ -1,15 +1,16 @@
-//! Appending segments: the wrapper of `queen.log_push_v2`, and the read of one stored
+//! Appending segments: the wrapper of `queen.log_push_v3`, and the read of one stored
 //! segment that confirms a duplicate.
 
 use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
+use crate::segment::KeyColumns;
 
 pub mod single_append;
 
 const LOG_PUSH: &str = "SELECT stale, partition_id, last_offset, window_seconds, seg_base, \
-     seg_end, seg_age_ms, seg_hashes, seg_codec, seg_blob \
-     FROM queen.log_push_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+     seg_end, seg_age_ms, seg_keys, seg_codec, seg_blob \
+     FROM queen.log_push_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 const SEGMENT_READ: &str = "SELECT codec, blob, base_offset, end_offset FROM queen.log_segments \
      WHERE partition_id = $1 AND base_offset <= $2 ORDER BY base_offset DESC LIMIT 1";
@@ -39,8 +40,8 @@ pub struct PartitionAppend<'a> {
     pub default_window_secs: i32,
     /// The segments, appended at consecutive offsets in this order.
     pub segments: &'a [NewSegment<'a>],
-    /// `txn_hash` of every message of `segments`, in order.
-    pub hashes: &'a [i64],
+    /// `txn_key` of every message of `segments`, in order.
+    pub keys: &'a [i64],
     /// Producer stamped on the segments, if any.
     pub producer: Option<&'a str>,
 }
@@ -54,13 +55,14 @@ pub struct WindowSegment {
     pub end: i64,
     /// How long ago it was stored, ms.
     pub age_ms: i64,
-    /// Its transaction-id hashes in offset order (None: a legacy segment; see `blob`).
-    pub hashes: Option<Vec<i64>>,
-    /// Codec and bytes of a legacy segment, whose ids must be read from its frames.
+    /// Its transaction-id keys in offset order (None: a segment stored without keys or
+    /// hashes; see `blob`).
+    pub keys: Option<Vec<i64>>,
+    /// Codec and bytes of a segment without keys, whose ids must be read from its frames.
     pub blob: Option<(i16, Vec<u8>)>,
 }
 
-/// What `log_push_v2` did.
+/// What `log_push_v3` did.
 #[derive(Debug)]
 pub enum AppendOutcome {
     /// The segments were stored after `previous_last`.
@@ -71,7 +73,7 @@ pub enum AppendOutcome {
         previous_last: i64,
         /// The queue's dedup window, seconds (0: off).
         window_secs: i32,
-        /// Appended by the one-statement append (else by `log_push_v2`).
+        /// Appended by the one-statement append (else by `log_push_v3`).
         single_statement: bool,
     },
     /// Nothing was stored: the queue's `maxSize` leaves no room for these messages.
@@ -99,14 +101,14 @@ pub enum AppendOutcome {
 #[derive(Debug, Clone)]
 pub struct AppendStatements {
     single: single_append::SingleStatements,
-    log_push_v2: Statement,
+    log_push_v3: Statement,
 }
 
 /// Prepares (once per connection) the statements of [`append_in`].
 pub async fn statements(conn: &mut PgConn) -> Result<AppendStatements, DbError> {
     Ok(AppendStatements {
         single: single_append::statements(conn).await?,
-        log_push_v2: conn.statement("log_push_v2", LOG_PUSH).await?,
+        log_push_v3: conn.statement("log_push_v3", LOG_PUSH).await?,
     })
 }
 
@@ -116,7 +118,7 @@ pub async fn segment_statement(conn: &mut PgConn) -> Result<Statement, DbError> 
 }
 
 /// Appends inside a transaction the caller owns, with the statements from [`statements`]:
-/// the one-statement append when it applies, else `queen.log_push_v2`. After it, the
+/// the one-statement append when it applies, else `queen.log_push_v3`. After it, the
 /// transaction holds the partition's lock, so a second call after a stale answer is
 /// authoritative. Callers append partitions in (queue, partition) order so that two pushes
 /// cannot deadlock.
@@ -128,12 +130,12 @@ pub async fn append_in(
     if let Some(stored) = single_append::try_single_append(tx, &statements.single, append).await? {
         return Ok(stored);
     }
-    log_push_v2(tx, &statements.log_push_v2, append).await
+    log_push_v3(tx, &statements.log_push_v3, append).await
 }
 
-/// Calls `queen.log_push_v2`.
-#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_v2"))]
-async fn log_push_v2(
+/// Calls `queen.log_push_v3`.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_v3"))]
+async fn log_push_v3(
     tx: &impl GenericClient,
     statement: &Statement,
     append: &PartitionAppend<'_>,
@@ -141,6 +143,7 @@ async fn log_push_v2(
     let counts: Vec<i32> = append.segments.iter().map(|s| s.count).collect();
     let codecs: Vec<i16> = append.segments.iter().map(|s| s.codec).collect();
     let blobs: Vec<&[u8]> = append.segments.iter().map(|s| s.bytes).collect();
+    let keys = KeyColumns::of(append.keys);
     let rows = tx
         .query(
             statement,
@@ -153,15 +156,16 @@ async fn log_push_v2(
                 &counts,
                 &codecs,
                 &blobs,
-                &append.hashes,
+                &keys.hi,
+                &keys.lo,
                 &append.producer,
             ],
         )
         .await
-        .map_err(|e| DbError::query("log_push_v2", e))?;
+        .map_err(|e| DbError::query("log_push_v3", e))?;
     let first = rows
         .first()
-        .expect("log_push_v2 returns at least one row for a non-empty append");
+        .expect("log_push_v3 returns at least one row for a non-empty append");
     let partition_id: i64 = first.get("partition_id");
     let last_offset: i64 = first.get("last_offset");
     let window_secs: i32 = first.get("window_seconds");
@@ -188,7 +192,7 @@ async fn log_push_v2(
                 base: row.get("seg_base"),
                 end: row.get("seg_end"),
                 age_ms: row.get("seg_age_ms"),
-                hashes: row.get("seg_hashes"),
+                keys: row.get("seg_keys"),
                 blob: codec.zip(blob),
             }
         })

@@ -1,29 +1,31 @@
 //! The single-statement append: the common push in one plain statement.
 //!
-//! `queen.log_push_v2` answers every push shape, but it is plpgsql: about eight statements,
+//! `queen.log_push_v3` answers every push shape, but it is plpgsql: about eight statements,
 //! each with its executor start-up, for a push that in most cases appends one segment to a
 //! partition whose last offset the broker's dedup window already covers. This statement does
 //! exactly that append, for one partition or several at once, and nothing else: it locks
-//! the partition rows (held to the caller's COMMIT, as `log_push_v2` holds them; several
+//! the partition rows (held to the caller's COMMIT, as `log_push_v3` holds them; several
 //! `FOR NO KEY UPDATE` in (queue, partition) byte order, the order every append locks them
 //! in; one by updating it first, the `UPDATE`'s own lock), and
 //! appends only when the window's check is complete for every one of them (each partition's
 //! last offset is the one the broker knows, or the partition is empty, or the queue's dedup
-//! is off), with the same offsets, created_at rule and hashes `log_push_v2` would write.
-//! When a queue or partition row is missing, a queue sets a `maxSize` (only `log_push_v2`
+//! is off), with the same offsets, created_at rule and keys `log_push_v3` would write.
+//! When a queue or partition row is missing, a queue sets a `maxSize` (only `log_push_v3`
 //! counts it), or other writers appended since, it writes nothing at all and returns no
 //! row (and, unless a writer appended between its unlocked check and its lock, it locks
-//! nothing either); the caller then takes `log_push_v2`, which answers as it always did.
+//! nothing either); the caller then takes `log_push_v3`, which answers as it always did.
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Row, Statement};
 
 use super::super::{DbError, PgConn};
 use super::{AppendOutcome, NewSegment, PartitionAppend};
+use crate::segment::KeyColumns;
 
 /// One partition: `$1` tenant, `$2` queue, `$3` partition, `$4` the last offset the
 /// broker's window covers (NULL: none), `$5` the broker's default dedup window, `$6`
-/// message count, `$7` codec, `$8` blob, `$9` the messages' hashes, `$10` producer. One row
+/// message count, `$7` codec, `$8` blob, `$9` and `$11` the messages' keys (`txn_keys_hi`
+/// and `txn_keys_lo`, see [`KeyColumns`]), `$10` producer. One row
 /// (partition id, last offset before the append, dedup window) when it appended; none
 /// otherwise. Kept apart from [`MANY`], which does the same over arrays: this plain form
 /// cost PostgreSQL about a fifth less CPU per push at batch 10 (queen-bench, 19-20 against
@@ -43,7 +45,7 @@ WITH upd AS (
         last_write_at = greatest(p.last_write_at, date_trunc('second', clock_timestamp()))
     FROM queen.queues q
     WHERE q.id = p.queue_id AND q.tenant = $1 AND q.name = $2 AND p.name = $3
-      -- A queue with a maxSize is counted and locked by log_push_v2 only.
+      -- A queue with a maxSize is counted and locked by log_push_v3 only.
       AND q.max_size = 0
       AND NOT (coalesce(q.dedup_window_seconds, $5::integer) > 0 AND p.last_offset >= 0
                AND p.last_offset IS DISTINCT FROM $4::bigint)
@@ -52,13 +54,13 @@ WITH upd AS (
 ), ins AS (
     INSERT INTO queen.log_segments
         (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
-         txn_hashes)
+         txn_keys_hi, txn_keys_lo)
     SELECT upd.id, upd.last_offset + 1, upd.last_offset + $6::integer, $6::integer,
            greatest(clock_timestamp(),
                     (SELECT s.created_at FROM queen.log_segments s
                      WHERE s.partition_id = upd.id
                      ORDER BY s.base_offset DESC LIMIT 1)),
-           $7::smallint, $10::text, $8::bytea, $9::bigint[]
+           $7::smallint, $10::text, $8::bytea, $9::integer[], $11::smallint[]
     FROM upd
     RETURNING partition_id
 )
@@ -71,10 +73,10 @@ FROM upd JOIN ins ON ins.partition_id = upd.id";
 /// the segment's last offset, and the segment at offset 0, and answers as [`SINGLE`] does
 /// (the last offset before the append is -1). When the partition exists (or the queue
 /// does not, or sets a `maxSize`) it writes nothing and returns no row: the caller goes on
-/// to [`SINGLE`], then `log_push_v2`; it does not even try the insert then, so a tenant's
+/// to [`SINGLE`], then `log_push_v3`; it does not even try the insert then, so a tenant's
 /// partition-limit trigger (which locks the queue until COMMIT) runs only for a partition
-/// being created, as in `log_push_v2`. A concurrent creator of the same partition makes
-/// the insert a no-op too (the unique (queue, name) index waits for it). `log_push_v2`
+/// being created, as in `log_push_v3`. A concurrent creator of the same partition makes
+/// the insert a no-op too (the unique (queue, name) index waits for it). `log_push_v3`
 /// takes a dozen statements for the same first push, and a transaction of its own.
 const FIRST: &str = "
 WITH q AS (
@@ -82,7 +84,7 @@ WITH q AS (
            clock_timestamp() AS created
     FROM queen.queues q
     WHERE q.tenant = $1 AND q.name = $2 AND $4::bigint IS NULL
-      -- A queue with a maxSize is counted and locked by log_push_v2 only.
+      -- A queue with a maxSize is counted and locked by log_push_v3 only.
       AND q.max_size = 0
       -- An existing partition is not inserted at all: no partition-limit trigger (and its
       -- per-queue lock, held to COMMIT), no partition id spent on a conflict.
@@ -97,9 +99,9 @@ WITH q AS (
 ), ins AS (
     INSERT INTO queen.log_segments
         (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
-         txn_hashes)
+         txn_keys_hi, txn_keys_lo)
     SELECT part.id, 0, $6::integer - 1, $6::integer, q.created, $7::smallint, $10::text,
-           $8::bytea, $9::bigint[]
+           $8::bytea, $9::integer[], $11::smallint[]
     FROM part, q
     RETURNING partition_id
 )
@@ -108,13 +110,14 @@ SELECT 1::bigint, ins.partition_id, -1::bigint, q.window_seconds FROM ins, q";
 /// Several partitions, all appended or none: `$1` tenant, then one array element per
 /// partition: `$2` queue, `$3` partition, `$4` the last offset the broker's window covers
 /// (NULL: none), `$6` message count, `$7` codec, `$8` blob, `$10` producer; `$5` the
-/// broker's default dedup window; `$9` every message's hash, partition after partition. One row per partition (its place in the arrays from 1,
+/// broker's default dedup window; `$9` and `$11` every message's key (as [`SINGLE`] takes
+/// them), partition after partition. One row per partition (its place in the arrays from 1,
 /// partition id, last offset before the append, dedup window) when it appended them all;
 /// none otherwise.
 const MANY: &str = r#"
 WITH req AS (
     SELECT r.k, r.queue, r.partition, r.known_last, r.cnt, r.codec, r.blob, r.producer,
-           (sum(r.cnt) OVER (ORDER BY r.k) - r.cnt)::integer AS hash_from
+           (sum(r.cnt) OVER (ORDER BY r.k) - r.cnt)::integer AS key_from
     FROM unnest($2::text[], $3::text[], $4::bigint[], $6::integer[], $7::smallint[],
                 $8::bytea[], $10::text[])
          WITH ORDINALITY AS r(queue, partition, known_last, cnt, codec, blob, producer, k)
@@ -135,13 +138,13 @@ WITH req AS (
     FROM req
     JOIN queen.queues q ON q.tenant = $1 AND q.name = req.queue
     JOIN queen.log_partitions p ON p.queue_id = q.id AND p.name = req.partition
-    -- A queue with a maxSize is counted and locked by log_push_v2 only.
+    -- A queue with a maxSize is counted and locked by log_push_v3 only.
     WHERE q.max_size = 0 AND (SELECT all_ok FROM fresh)
     ORDER BY req.queue COLLATE "C", req.partition COLLATE "C"
     FOR NO KEY UPDATE OF p
 ), ok AS (
     SELECT part.k, part.id, part.last_offset, part.window_seconds, req.cnt, req.codec,
-           req.blob, req.producer, req.hash_from,
+           req.blob, req.producer, req.key_from,
            greatest(clock_timestamp(),
                     (SELECT s.created_at FROM queen.log_segments s
                      WHERE s.partition_id = part.id
@@ -154,9 +157,10 @@ WITH req AS (
 ), ins AS (
     INSERT INTO queen.log_segments
         (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
-         txn_hashes)
+         txn_keys_hi, txn_keys_lo)
     SELECT ok.id, ok.last_offset + 1, ok.last_offset + ok.cnt, ok.cnt, ok.created, ok.codec,
-           ok.producer, ok.blob, ($9::bigint[])[ok.hash_from + 1 : ok.hash_from + ok.cnt]
+           ok.producer, ok.blob, ($9::integer[])[ok.key_from + 1 : ok.key_from + ok.cnt],
+           ($11::smallint[])[ok.key_from + 1 : ok.key_from + ok.cnt]
     FROM ok, go WHERE go.all_ok
     RETURNING partition_id
 ), upd AS (
@@ -189,7 +193,7 @@ pub async fn statements(conn: &mut PgConn) -> Result<SingleStatements, DbError> 
 /// Appends `append` in one statement when it is one segment and either the partition's
 /// first ([`FIRST`], tried when the window knows nothing of it) or one the window's check
 /// already covers ([`SINGLE`]): `Some(Stored)` when it appended, `None` when nothing was
-/// written (call `log_push_v2`). Inside the caller's transaction, like `log_push_v2`.
+/// written (call `log_push_v3`). Inside the caller's transaction, like `log_push_v3`.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
 pub async fn try_single_append(
     tx: &impl GenericClient,
@@ -219,7 +223,8 @@ async fn first_or_single(
     append: &PartitionAppend<'_>,
     segment: &NewSegment<'_>,
 ) -> Result<Vec<Row>, DbError> {
-    let params = single_params(append, segment);
+    let keys = KeyColumns::of(append.keys);
+    let params = single_params(append, segment, &keys);
     if append.known_last.is_none() {
         let rows = client
             .query(&statements.first, &params)
@@ -238,7 +243,7 @@ async fn first_or_single(
 /// The statement for every partition of `appends` (each one segment, in (queue,
 /// partition) order) in a transaction of its own, committed in the same round trip (see
 /// [`PgConn::query_alone`]): one outcome per append once they are all committed, `None` when
-/// nothing was written (the caller then runs its transaction with `log_push_v2`). This is
+/// nothing was written (the caller then runs its transaction with `log_push_v3`). This is
 /// the common push, or combined pushes, that the windows already cover: one round trip to
 /// PostgreSQL instead of one per partition plus `BEGIN` and `COMMIT`.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
@@ -270,12 +275,12 @@ pub async fn append_alone(
 }
 
 /// The one segment of `append` when it is the shape the statements take: one segment whose
-/// count is its number of hashes.
+/// count is its number of keys.
 fn single_segment<'a>(append: &PartitionAppend<'a>) -> Option<NewSegment<'a>> {
     let [segment] = append.segments else {
         return None;
     };
-    let counted = usize::try_from(segment.count).ok() == Some(append.hashes.len());
+    let counted = usize::try_from(segment.count).ok() == Some(append.keys.len());
     (segment.count >= 1 && counted).then_some(*segment)
 }
 
@@ -283,7 +288,8 @@ fn single_segment<'a>(append: &PartitionAppend<'a>) -> Option<NewSegment<'a>> {
 fn single_params<'a>(
     append: &'a PartitionAppend<'_>,
     segment: &'a NewSegment<'_>,
-) -> [&'a (dyn ToSql + Sync); 10] {
+    keys: &'a KeyColumns,
+) -> [&'a (dyn ToSql + Sync); 11] {
     [
         &append.tenant,
         &append.queue,
@@ -293,8 +299,9 @@ fn single_params<'a>(
         &segment.count,
         &segment.codec,
         &segment.bytes,
-        &append.hashes,
+        &keys.hi,
         &append.producer,
+        &keys.lo,
     ]
 }
 
@@ -319,13 +326,13 @@ struct Arrays<'a> {
     counts: Vec<i32>,
     codecs: Vec<i16>,
     blobs: Vec<&'a [u8]>,
-    hashes: Vec<i64>,
+    keys: KeyColumns,
     producers: Vec<Option<&'a str>>,
 }
 
 impl<'a> Arrays<'a> {
     /// `None` when some append is not the statement's shape (one segment whose count is its
-    /// number of hashes), or the appends are not of one tenant.
+    /// number of keys), or the appends are not of one tenant.
     fn of(appends: &[PartitionAppend<'a>]) -> Option<Self> {
         let first = appends.first()?;
         let mut arrays = Arrays {
@@ -337,7 +344,7 @@ impl<'a> Arrays<'a> {
             counts: Vec::with_capacity(appends.len()),
             codecs: Vec::with_capacity(appends.len()),
             blobs: Vec::with_capacity(appends.len()),
-            hashes: Vec::new(),
+            keys: KeyColumns::default(),
             producers: Vec::with_capacity(appends.len()),
         };
         for append in appends {
@@ -351,14 +358,14 @@ impl<'a> Arrays<'a> {
             arrays.counts.push(segment.count);
             arrays.codecs.push(segment.codec);
             arrays.blobs.push(segment.bytes);
-            arrays.hashes.extend_from_slice(append.hashes);
+            arrays.keys.extend(append.keys);
             arrays.producers.push(append.producer);
         }
         Some(arrays)
     }
 
     /// In `$n` order.
-    fn params(&self) -> [&(dyn ToSql + Sync); 10] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 11] {
         [
             &self.tenant,
             &self.queues,
@@ -368,8 +375,9 @@ impl<'a> Arrays<'a> {
             &self.counts,
             &self.codecs,
             &self.blobs,
-            &self.hashes,
+            &self.keys.hi,
             &self.producers,
+            &self.keys.lo,
         ]
     }
 }

@@ -2,14 +2,14 @@
 //!
 //! A consumer usually acks through the node that served its pop (one HTTP connection, or a
 //! load balancer that keeps it). That node's claim already returned the delivered
-//! messages' transaction-id hashes with their segments, so its ack need not ask SQL to
+//! messages' transaction-id keys with their segments, so its ack need not ask SQL to
 //! read and compare them again: when the acked items are exactly the booked ones, the
 //! known-lease statement only checks that the lease is still the one granted
 //! ([`crate::db::ack::leased_span`]). An ack through another node, or one the book no
 //! longer holds, takes the statements that prove everything in SQL, exactly as before.
 //!
 //! The book is a hint, never the truth: a stale or evicted entry only sends an ack down
-//! the longer path. It is bounded by the hashes it holds and forgets a lease once its
+//! the longer path. It is bounded by the keys it holds and forgets a lease once its
 //! expiry has passed.
 
 use std::collections::{HashMap, VecDeque};
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::db::ack::LeasedSpan;
 
-/// Most hashes (one per leased message) the book holds at once: 8 MB of hashes. When full,
+/// Most keys (one per leased message) the book holds at once: 8 MB of keys. When full,
 /// the oldest leases are forgotten first.
 pub const MAX_BOOKED_MESSAGES: usize = 1 << 20;
 
@@ -61,7 +61,7 @@ impl Default for LeaseBook {
 }
 
 impl LeaseBook {
-    /// A book holding at most `capacity` hashes.
+    /// A book holding at most `capacity` keys.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             inner: Mutex::new(Inner::default()),
@@ -85,7 +85,7 @@ impl LeaseBook {
         inner.forget_expired(now);
         let seq = inner.next_seq;
         inner.next_seq += 1;
-        inner.held += span.sorted_hashes.len();
+        inner.held += span.sorted_keys.len();
         let entry = Entry {
             holder: Holder {
                 tenant: tenant.to_owned(),
@@ -96,7 +96,7 @@ impl LeaseBook {
             seq,
         };
         if let Some(old) = inner.by_lease.insert(lease.to_owned(), entry) {
-            inner.held -= old.span.sorted_hashes.len();
+            inner.held -= old.span.sorted_keys.len();
         }
         inner
             .order
@@ -125,7 +125,7 @@ impl LeaseBook {
             return None;
         }
         let entry = inner.by_lease.remove(lease)?;
-        inner.held -= entry.span.sorted_hashes.len();
+        inner.held -= entry.span.sorted_keys.len();
         inner.compact();
         Some(entry.span)
     }
@@ -178,7 +178,7 @@ impl Inner {
         };
         if self.by_lease.get(&lease).is_some_and(|e| e.seq == seq) {
             if let Some(entry) = self.by_lease.remove(&lease) {
-                self.held -= entry.span.sorted_hashes.len();
+                self.held -= entry.span.sorted_keys.len();
             }
         }
         true

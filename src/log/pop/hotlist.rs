@@ -80,15 +80,15 @@ fn book(pop: &Pop<'_>, partition_id: i64, lease: &str, claim: &mut SingleClaim) 
     let lease_for = claim
         .lease_until
         .and_then(|until| (until - Utc::now()).to_std().ok());
-    let (Some(hashes), Some(lease_for), Some(first)) =
-        (claim.hashes.take(), lease_for, claim.slices.first())
+    let (Some(keys), Some(lease_for), Some(first)) =
+        (claim.keys.take(), lease_for, claim.slices.first())
     else {
         return;
     };
     let Some(span) = LeasedSpan::of(
         first.claim_start - 1,
         first.claim_end,
-        hashes,
+        keys,
         &first.queue,
         &first.partition,
     ) else {

@@ -1,6 +1,6 @@
 //! The append loop of a push (or of several combined pushes, see `super::combiner`): per
 //! (queue, partition) group, dedup within the batch (the first occurrence wins), then
-//! against the partition's dedup window ([`super::window`]), then one `log_push_v2` call
+//! against the partition's dedup window ([`super::window`]), then one `log_push_v3` call
 //! with one segment per run of items (a client's prebuilt group kept as sent when it can
 //! be). A stale answer (others appended since the window was last brought up to date)
 //! teaches the window what they stored, and the check and the call run again under the
@@ -22,7 +22,7 @@ use crate::db::transaction::DataTransaction;
 use crate::db::PgConn;
 use crate::domain::{PartitionName, QueueName, Tenant};
 use crate::metrics::Metrics;
-use crate::segment::{open_blob, txn_hash, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
+use crate::segment::{open_blob, txn_key, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
 
 /// A stale answer is followed by a call that holds the lock, so two rounds are the norm;
 /// more means windows were evicted meanwhile. Past this, the push fails rather than spin.
@@ -65,8 +65,8 @@ impl<'a> Request<'a> {
     fn txn(&self, (j, i): Ref) -> &str {
         &self.requests[j].prepared.txn_ids[i]
     }
-    fn hash(&self, (j, i): Ref) -> i64 {
-        self.requests[j].prepared.hashes[i]
+    fn key(&self, (j, i): Ref) -> i64 {
+        self.requests[j].prepared.keys[i]
     }
     fn message_id(&self, (j, i): Ref) -> uuid::Uuid {
         self.requests[j].prepared.message_ids[i]
@@ -125,7 +125,7 @@ pub(super) async fn append_alone<'a>(
         partition: &'a PartitionName,
         known: Option<i64>,
         repeats: Vec<(Ref, Ref)>,
-        hashes: Vec<i64>,
+        keys: Vec<i64>,
         built: Built<'a>,
     }
     let mut ready: Vec<Ready<'a>> = Vec::with_capacity(groups.len());
@@ -136,8 +136,8 @@ pub(super) async fn append_alone<'a>(
     for (&(queue, partition), refs) in groups {
         let (pending, repeats) = split_repeats(req, refs);
         let key = WindowKey::new(req.tenant, queue, partition);
-        let hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
-        if req.windows.find(&key, &hashes).iter().any(Option::is_some) {
+        let keys: Vec<i64> = pending.iter().map(|&r| req.key(r)).collect();
+        if req.windows.find(&key, &keys).iter().any(Option::is_some) {
             return declined(ready, builds);
         }
         let built = build(req, &pending)?;
@@ -147,7 +147,7 @@ pub(super) async fn append_alone<'a>(
             partition,
             known: req.windows.known(&key),
             repeats,
-            hashes,
+            keys,
             built,
         });
         if !one_segment {
@@ -165,7 +165,7 @@ pub(super) async fn append_alone<'a>(
             known_last: r.known,
             default_window_secs: req.default_window_secs,
             segments,
-            hashes: &r.hashes,
+            keys: &r.keys,
             producer: None,
         })
         .collect();
@@ -192,7 +192,7 @@ fn split_repeats(req: &Request<'_>, refs: &[Ref]) -> (Vec<Ref>, Vec<(Ref, Ref)>)
     let mut pending: Vec<Ref> = Vec::with_capacity(refs.len());
     for &r in refs {
         let key = TxnKey {
-            hash: req.hash(r),
+            hash: req.key(r),
             text: req.txn(r),
         };
         match first_of.entry(key) {
@@ -206,8 +206,8 @@ fn split_repeats(req: &Request<'_>, refs: &[Ref]) -> (Vec<Ref>, Vec<(Ref, Ref)>)
     (pending, repeats)
 }
 
-/// A transaction id, hashed by the hash the request computed for it already (eight bytes
-/// to hash instead of the id's text) and compared by its text, so a collision of hashes
+/// A transaction id, hashed by the key the request computed for it already (eight bytes
+/// to hash instead of the id's text) and compared by its text, so a collision of keys
 /// never makes two ids one.
 struct TxnKey<'a> {
     hash: i64,
@@ -252,7 +252,7 @@ fn answer_stored(req: &Request<'_>, pending: &[Ref], stored: &Appended, outcomes
             message_id: req.message_id((j, i)),
             partition_id: stored.partition_id,
             offset: stored.previous_last + 1 + k as i64,
-            txn_hash: req.hash((j, i)),
+            txn_key: req.key((j, i)),
             dedup_window_secs: stored.window_secs,
         });
     }
@@ -273,7 +273,7 @@ async fn append_partition<'a>(
     let key = WindowKey::new(req.tenant, queue, partition);
     let mut known = req.windows.known(&key);
     for _ in 0..MAX_ROUNDS {
-        let asked: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
+        let asked: Vec<i64> = pending.iter().map(|&r| req.key(r)).collect();
         let hits = req.windows.find(&key, &asked);
         if hits.iter().any(Option::is_some) {
             confirm_duplicates(tx, req, &pending, &hits, outcomes).await?;
@@ -286,7 +286,7 @@ async fn append_partition<'a>(
             built = Some(build(req, &pending)?);
         }
         let segments = built.as_ref().expect("built just above").new_segments();
-        let seg_hashes: Vec<i64> = pending.iter().map(|&r| req.hash(r)).collect();
+        let seg_keys: Vec<i64> = pending.iter().map(|&r| req.key(r)).collect();
         let answer = tx
             .append(&PartitionAppend {
                 tenant: req.tenant.as_str(),
@@ -295,7 +295,7 @@ async fn append_partition<'a>(
                 known_last: known,
                 default_window_secs: req.default_window_secs,
                 segments: &segments,
-                hashes: &seg_hashes,
+                keys: &seg_keys,
                 producer: None,
             })
             .await?;
@@ -330,7 +330,7 @@ async fn append_partition<'a>(
                         message_id: req.message_id((j, i)),
                         partition_id,
                         offset: -1,
-                        txn_hash: req.hash((j, i)),
+                        txn_key: req.key((j, i)),
                         dedup_window_secs: 0,
                     });
                 }
@@ -422,7 +422,7 @@ fn build<'a>(req: &Request<'a>, pending: &[Ref]) -> Result<Built<'a>, PushError>
 }
 
 /// Reads the stored frames the window's hits point at and answers `duplicate` for the
-/// items whose transaction id really is there (a bare hash match is never enough).
+/// items whose transaction id really is there (a bare key match is never enough).
 async fn confirm_duplicates(
     tx: &DataTransaction<'_>,
     req: &Request<'_>,
@@ -473,7 +473,7 @@ async fn confirm_duplicates(
                     message_id: frame.message_id,
                     partition_id: *partition_id,
                     offset,
-                    txn_hash: req.hash((j, i)),
+                    txn_key: req.key((j, i)),
                     dedup_window_secs: 0,
                 });
             }
@@ -482,21 +482,21 @@ async fn confirm_duplicates(
     Ok(())
 }
 
-/// A segment of a stale answer as the window holds it; a legacy segment's hashes are
-/// computed from its frames.
+/// A segment of a stale answer as the window holds it; the keys of a segment stored
+/// without them are computed from its frames.
 fn learned_from(segment: WindowSegment) -> Result<Learned, PushError> {
     let age = Duration::from_millis(segment.age_ms.max(0) as u64);
-    let hashes = match (segment.hashes, segment.blob) {
-        (Some(hashes), _) => hashes,
+    let keys = match (segment.keys, segment.blob) {
+        (Some(keys), _) => keys,
         (None, Some((codec, bytes))) => {
             let raw = open_blob(Codec::from_i16(codec)?, &bytes)?;
             FrameIter::new(&raw)
-                .map(|f| f.map(|f| txn_hash(f.transaction_id)))
+                .map(|f| f.map(|f| txn_key(f.transaction_id)))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(BlobError::from)?
         }
         (None, None) => Vec::new(),
     };
-    debug_assert!(hashes.is_empty() || hashes.len() as i64 == segment.end - segment.base + 1);
-    Ok((segment.base, age, hashes))
+    debug_assert!(keys.is_empty() || keys.len() as i64 == segment.end - segment.base + 1);
+    Ok((segment.base, age, keys))
 }

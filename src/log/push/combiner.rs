@@ -1,5 +1,5 @@
 //! Combined pushes: pushes to a partition that is being written wait for that write and
-//! then share one append (one partition lock, one `log_push_v2` call) and one commit, and
+//! then share one append (one partition lock, one `log_push_v3` call) and one commit, and
 //! pushes that wait together across partitions share one transaction and one commit
 //! (group commit).
 //!

@@ -1,8 +1,8 @@
-//! The push's dedup windows: per partition, the transaction-id hashes stored within the
+//! The push's dedup windows: per partition, the transaction-id keys (`txn_key`) stored within the
 //! queue's dedup window, held in memory so a push checks its ids without a row per message.
 //!
 //! PostgreSQL stays the source of truth. A window covers the partition's offsets up to
-//! `covered_to`; `queen.log_push_v2` appends only when the partition's last offset (read
+//! `covered_to`; `queen.log_push_v3` appends only when the partition's last offset (read
 //! under its row lock) equals it, and otherwise answers with the segments other writers
 //! (other nodes, or this node's concurrent pushes) stored since, which [`DedupWindows::learn`]
 //! adds before the push checks again. Only committed data enters a window: what a push
@@ -11,7 +11,7 @@
 //! frame's transaction id before answering `duplicate`.
 //!
 //! Memory is bounded: segments older than the window are dropped as they are met (and by a
-//! sweep every [`SWEEP_EVERY`]), and past `max_entries` hashes the least recently pushed
+//! sweep every [`SWEEP_EVERY`]), and past `max_entries` keys the least recently pushed
 //! partitions are forgotten (their next push reads its window back from PostgreSQL).
 
 use std::collections::{HashMap, VecDeque};
@@ -44,7 +44,7 @@ impl WindowKey {
     }
 }
 
-/// A stored message whose transaction-id hash matches: a duplicate once its frame agrees.
+/// A stored message whose transaction-id key matches: a duplicate once its frame agrees.
 /// Only the offset is known: one append can store several requests' messages in one
 /// segment while each request's run enters the window as its own, so the window's runs
 /// are not the stored segments.
@@ -56,7 +56,7 @@ pub struct Hit {
     pub offset: i64,
 }
 
-/// Segments learned from PostgreSQL: (base offset, age, hashes in offset order).
+/// Segments learned from PostgreSQL: (base offset, age, keys in offset order).
 pub type Learned = (i64, Duration, Vec<i64>);
 
 /// Every partition window of this node.
@@ -80,19 +80,19 @@ struct Window {
     used: Instant,
 }
 
-/// A window's hash → offset index. The keys are SHA-256 digests already, so SipHash's
+/// A window's key → offset index. The keys are SHA-256 digests already, so SipHash's
 /// rounds bought nothing but time; foldhash (seeded per process) keeps a crafted id from
 /// choosing its bucket all the same.
 type HashIndex = HashMap<i64, i64, foldhash::fast::RandomState>;
 
 struct Seg {
     base: i64,
-    hashes: Box<[i64]>,
+    txn_keys: Box<[i64]>,
     stored_at: Instant,
 }
 
 impl DedupWindows {
-    /// No windows yet; at most `max_entries` hashes are held at once.
+    /// No windows yet; at most `max_entries` keys are held at once.
     pub fn new(max_entries: usize) -> Self {
         Self {
             state: Mutex::new(State {
@@ -110,8 +110,8 @@ impl DedupWindows {
         state.windows.get(key).map(|w| w.covered_to)
     }
 
-    /// Hashes stored in the window of `key` within its length, per asked hash.
-    pub fn find(&self, key: &WindowKey, hashes: &[i64]) -> Vec<Option<Hit>> {
+    /// Keys stored in the window of `key` within its length, per asked key.
+    pub fn find(&self, key: &WindowKey, txn_keys: &[i64]) -> Vec<Option<Hit>> {
         let now = Instant::now();
         let mut state = self.lock();
         state.sweep_if_due(now);
@@ -119,11 +119,11 @@ impl DedupWindows {
             windows, entries, ..
         } = &mut *state;
         let Some(window) = windows.get_mut(key) else {
-            return vec![None; hashes.len()];
+            return vec![None; txn_keys.len()];
         };
         window.used = now;
         *entries -= window.expire(now);
-        hashes
+        txn_keys
             .iter()
             .map(|h| {
                 window.index.get(h).map(|&offset| Hit {
@@ -134,7 +134,7 @@ impl DedupWindows {
             .collect()
     }
 
-    /// Adds what a stale `log_push_v2` answer listed: the segments of `partition_id` above
+    /// Adds what a stale `log_push_v3` answer listed: the segments of `partition_id` above
     /// `asked_with` (the `known` the call sent) inside a `window_secs` window, the partition
     /// now ending at `last_offset`. Answers the `known` to send next: `Some(last_offset)`
     /// when the window now covers everything, None when it must be read whole.
@@ -176,11 +176,11 @@ impl DedupWindows {
         // Oldest first, and only what the window does not hold yet.
         let mut learned = learned;
         learned.sort_by_key(|(base, _, _)| *base);
-        for (base, age, hashes) in learned {
+        for (base, age, txn_keys) in learned {
             if base <= window.covered_to {
                 continue;
             }
-            added += window.push(base, hashes, now.checked_sub(age).unwrap_or(now));
+            added += window.push(base, txn_keys, now.checked_sub(age).unwrap_or(now));
         }
         window.covered_to = last_offset;
         state.entries += added;
@@ -188,7 +188,7 @@ impl DedupWindows {
         Some(last_offset)
     }
 
-    /// After the commit of a push that stored `hashes` (offset order) right after
+    /// After the commit of a push that stored `txn_keys` (offset order) right after
     /// `previous_last` in `partition_id`: extends the window when it ended exactly there
     /// (or starts one for a partition that was empty). `window_secs` 0 drops the window.
     pub fn stored(
@@ -197,7 +197,7 @@ impl DedupWindows {
         partition_id: i64,
         previous_last: i64,
         window_secs: i32,
-        hashes: Vec<i64>,
+        txn_keys: Vec<i64>,
     ) {
         let now = Instant::now();
         let mut state = self.lock();
@@ -212,14 +212,14 @@ impl DedupWindows {
         if !extends {
             return;
         }
-        let count = hashes.len() as i64;
+        let count = txn_keys.len() as i64;
         let window = state
             .windows
             .entry(key.clone())
             .or_insert_with(|| Window::empty(partition_id, length, now));
         window.length = length;
         window.used = now;
-        let added = window.push(previous_last + 1, hashes, now);
+        let added = window.push(previous_last + 1, txn_keys, now);
         window.covered_to = previous_last + count;
         state.entries += added;
         state.bound(key, self.max_entries);
@@ -294,15 +294,15 @@ impl Window {
         }
     }
 
-    /// Adds one segment's hashes; answers how many index entries were added.
-    fn push(&mut self, base: i64, hashes: Vec<i64>, stored_at: Instant) -> usize {
+    /// Adds one segment's keys; answers how many index entries were added.
+    fn push(&mut self, base: i64, txn_keys: Vec<i64>, stored_at: Instant) -> usize {
         let before = self.index.len();
-        for (k, h) in hashes.iter().enumerate() {
+        for (k, h) in txn_keys.iter().enumerate() {
             self.index.insert(*h, base + k as i64);
         }
         self.segments.push_back(Seg {
             base,
-            hashes: hashes.into_boxed_slice(),
+            txn_keys: txn_keys.into_boxed_slice(),
             stored_at,
         });
         self.index.len() - before
@@ -315,8 +315,8 @@ impl Window {
             if now.duration_since(seg.stored_at) <= self.length {
                 break;
             }
-            let end = seg.base + seg.hashes.len() as i64;
-            for h in seg.hashes.iter() {
+            let end = seg.base + seg.txn_keys.len() as i64;
+            for h in seg.txn_keys.iter() {
                 // Only if the index still points into this segment (a later repeat wins).
                 if self
                     .index

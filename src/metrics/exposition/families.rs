@@ -99,7 +99,7 @@ pub const COUNTERS: &[Family] = &[
         "path",
         &[
             ("single_statement", "/push/singleStatementAppends"),
-            ("log_push_v2", "/push/functionAppends"),
+            ("log_push_v3", "/push/functionAppends"),
         ],
     ),
     (

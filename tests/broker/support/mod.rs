@@ -7,6 +7,7 @@ pub mod caller;
 pub mod drain;
 pub mod fixtures;
 pub mod load;
+pub mod old_writers;
 pub mod postgres;
 pub mod private_postgres;
 pub mod qpb1;
