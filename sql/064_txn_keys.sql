@@ -35,8 +35,9 @@
 -- queen.log_push_v3(p_tenant, p_queue, p_partition, p_known_last, p_default_window,
 --                   p_counts, p_codecs, p_blobs, p_keys_hi, p_keys_lo, p_producer)
 --   log_push_v2 (016) writing keys: p_keys_hi/p_keys_lo hold every message's key in
---   order, and a stale answer lists each segment's keys (seg_keys, from either kind)
---   instead of its hashes; the codec and blob only for a segment with neither.
+--   order, and a stale answer lists each segment's key columns (seg_keys_hi, seg_keys_lo)
+--   or its hashes (seg_hashes), as stored (the broker turns them into keys); the codec
+--   and blob only for a segment with neither.
 --
 -- Rolling upgrades: brokers of the previous version keep calling log_push_v2 and writing
 -- txn_hashes, which this version reads. They see the segments this version writes as
@@ -88,9 +89,11 @@ BEGIN
     FROM unnest(p_hashes) WITH ORDINALITY AS t (h, i);
     -- The keys of offsets (p_after, p_upto] in order, from the segments that hold them:
     -- the one holding p_after + 1 (one backward index probe), then forward to p_upto.
+    -- Only the span's part of each segment is turned into keys.
     FOR r IN
-        SELECT s.base_offset, s.end_offset,
-               queen.segment_txn_keys(s.txn_hashes, s.txn_keys_hi, s.txn_keys_lo) AS keys
+        SELECT s.base_offset, s.end_offset, s.txn_hashes, s.txn_keys_hi, s.txn_keys_lo,
+               greatest(s.base_offset, p_after + 1) - s.base_offset + 1 AS a,
+               least(s.end_offset, p_upto) - s.base_offset + 1 AS b
         FROM queen.log_segments s
         WHERE s.partition_id = p_pid
           AND s.base_offset >= coalesce(
@@ -100,13 +103,19 @@ BEGIN
           AND s.base_offset <= p_upto
         ORDER BY s.base_offset
     LOOP
-        IF r.keys IS NULL THEN
-            -- A legacy segment: its offsets stay unknown here (the dedup rows answer below).
-            v_span := v_span || array_fill(NULL::bigint,
-                ARRAY[(least(r.end_offset, p_upto) - greatest(r.base_offset, p_after + 1) + 1)::integer]);
+        IF r.txn_keys_hi IS NOT NULL THEN
+            v_span := v_span || ARRAY(
+                SELECT (u.hi::bigint << 16) | (u.lo::bigint & 65535)
+                FROM unnest(r.txn_keys_hi[r.a : r.b], r.txn_keys_lo[r.a : r.b])
+                     WITH ORDINALITY AS u (hi, lo, k)
+                ORDER BY u.k);
+        ELSIF r.txn_hashes IS NOT NULL THEN
+            v_span := v_span || ARRAY(
+                SELECT u.h >> 16 FROM unnest(r.txn_hashes[r.a : r.b]) WITH ORDINALITY AS u (h, k)
+                ORDER BY u.k);
         ELSE
-            v_span := v_span || r.keys[greatest(r.base_offset, p_after + 1) - r.base_offset + 1
-                                       : least(r.end_offset, p_upto) - r.base_offset + 1];
+            -- A legacy segment: its offsets stay unknown here (the dedup rows answer below).
+            v_span := v_span || array_fill(NULL::bigint, ARRAY[(r.b - r.a + 1)::integer]);
         END IF;
     END LOOP;
 
@@ -206,7 +215,9 @@ CREATE OR REPLACE FUNCTION queen.log_push_v3(
     seg_base       bigint,
     seg_end        bigint,
     seg_age_ms     bigint,
-    seg_keys       bigint[],
+    seg_keys_hi    integer[],
+    seg_keys_lo    smallint[],
+    seg_hashes     bigint[],
     seg_codec      smallint,
     seg_blob       bytea
 ) LANGUAGE plpgsql VOLATILE AS $$
@@ -269,8 +280,8 @@ BEGIN
         RETURN NEXT;
         -- created_at grows with base_offset: walk back from the newest, stop at the window.
         FOR r IN
-            SELECT s.base_offset, s.end_offset, s.created_at, s.codec, s.blob,
-                   queen.segment_txn_keys(s.txn_hashes, s.txn_keys_hi, s.txn_keys_lo) AS keys
+            SELECT s.base_offset, s.end_offset, s.created_at, s.codec, s.blob, s.txn_hashes,
+                   s.txn_keys_hi, s.txn_keys_lo
             FROM queen.log_segments s
             WHERE s.partition_id = v_pid
               AND s.base_offset > CASE WHEN p_known_last <= v_last THEN p_known_last ELSE -1 END
@@ -280,9 +291,11 @@ BEGIN
             seg_base := r.base_offset;
             seg_end := r.end_offset;
             seg_age_ms := (extract(epoch FROM (v_now - r.created_at)) * 1000)::bigint;
-            seg_keys := r.keys;
-            seg_codec := CASE WHEN r.keys IS NULL THEN r.codec END;
-            seg_blob := CASE WHEN r.keys IS NULL THEN r.blob END;
+            seg_keys_hi := r.txn_keys_hi;
+            seg_keys_lo := r.txn_keys_lo;
+            seg_hashes := r.txn_hashes;
+            seg_codec := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.codec END;
+            seg_blob := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.blob END;
             RETURN NEXT;
         END LOOP;
         RETURN;

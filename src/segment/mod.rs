@@ -13,4 +13,4 @@ pub mod txn_hash;
 pub use blob::{open_blob, slice_frames, BlobError, Codec, SegmentBlob, SegmentBuilder};
 pub use frame::{FrameError, FrameIter, NewFrame, StoredFrame};
 pub use seal::{PayloadKey, SealError};
-pub use txn_hash::{key_of_hash, txn_hash, txn_key, KeyColumns};
+pub use txn_hash::{key_of_hash, stored_keys, txn_hash, txn_key, KeyColumns};

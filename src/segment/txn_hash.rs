@@ -73,6 +73,20 @@ impl KeyColumns {
     }
 }
 
+/// A stored segment's keys as its row holds them: the key columns (this version's
+/// brokers), else the 64-bit hashes of earlier brokers turned into keys; `None` for a
+/// segment stored with neither.
+pub fn stored_keys(
+    hi: Option<Vec<i32>>,
+    lo: Option<Vec<i16>>,
+    hashes: Option<Vec<i64>>,
+) -> Option<Vec<i64>> {
+    match (hi, lo) {
+        (Some(hi), Some(lo)) => KeyColumns::keys(&hi, &lo),
+        _ => hashes.map(|h| h.into_iter().map(key_of_hash).collect()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +115,15 @@ mod tests {
         let columns = KeyColumns::of(&keys);
         assert_eq!(KeyColumns::keys(&columns.hi, &columns.lo), Some(keys));
         assert_eq!(KeyColumns::keys(&[1, 2], &[3]), None);
+    }
+
+    #[test]
+    fn stored_keys_come_from_the_columns_else_from_hashes() {
+        let columns = KeyColumns::of(&[txn_key("a"), txn_key("b")]);
+        let from_columns = stored_keys(Some(columns.hi), Some(columns.lo), None);
+        let from_hashes = stored_keys(None, None, Some(vec![txn_hash("a"), txn_hash("b")]));
+        assert_eq!(from_columns, Some(vec![txn_key("a"), txn_key("b")]));
+        assert_eq!(from_hashes, from_columns);
+        assert_eq!(stored_keys(None, None, None), None);
     }
 }

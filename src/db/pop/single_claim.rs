@@ -22,7 +22,7 @@ use tokio_postgres::Row;
 
 use super::super::{DbError, PgConn};
 use super::{slice, ClaimParams, ClaimedSlice};
-use crate::segment::{key_of_hash, KeyColumns};
+use crate::segment::stored_keys;
 
 /// `$1` partition, `$2` group, `$3` worker (lease id), `$4` budget, `$5` lease seconds
 /// (NULL: the queue's), `$6` auto-ack, `$7` skip the windowBuffer check, `$8` tenant, `$9`
@@ -184,14 +184,7 @@ fn claimed(rows: &[Row], auto_ack: bool) -> Option<SingleClaim> {
     })
 }
 
-/// One row's keys: from the key columns, else from an earlier broker's hashes.
+/// One row's keys, from whichever column the segment holds.
 fn slice_keys(row: &Row) -> Option<Vec<i64>> {
-    let hi: Option<Vec<i32>> = row.get(17);
-    let lo: Option<Vec<i16>> = row.get(18);
-    match (hi, lo) {
-        (Some(hi), Some(lo)) => KeyColumns::keys(&hi, &lo),
-        _ => row
-            .get::<_, Option<Vec<i64>>>(19)
-            .map(|hashes| hashes.into_iter().map(key_of_hash).collect()),
-    }
+    stored_keys(row.get(17), row.get(18), row.get(19))
 }

@@ -4,12 +4,12 @@
 use tokio_postgres::{GenericClient, Statement};
 
 use super::{DbError, PgConn};
-use crate::segment::KeyColumns;
+use crate::segment::{stored_keys, KeyColumns};
 
 pub mod single_append;
 
 const LOG_PUSH: &str = "SELECT stale, partition_id, last_offset, window_seconds, seg_base, \
-     seg_end, seg_age_ms, seg_keys, seg_codec, seg_blob \
+     seg_end, seg_age_ms, seg_keys_hi, seg_keys_lo, seg_hashes, seg_codec, seg_blob \
      FROM queen.log_push_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 const SEGMENT_READ: &str = "SELECT codec, blob, base_offset, end_offset FROM queen.log_segments \
@@ -192,7 +192,11 @@ async fn log_push_v3(
                 base: row.get("seg_base"),
                 end: row.get("seg_end"),
                 age_ms: row.get("seg_age_ms"),
-                keys: row.get("seg_keys"),
+                keys: stored_keys(
+                    row.get("seg_keys_hi"),
+                    row.get("seg_keys_lo"),
+                    row.get("seg_hashes"),
+                ),
                 blob: codec.zip(blob),
             }
         })
