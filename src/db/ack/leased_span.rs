@@ -54,9 +54,9 @@ pub struct LeasedSpan {
 }
 
 impl LeasedSpan {
-    /// The span of a claim that delivered `(floor, batch_end]` whose messages hash to
+    /// The span of a claim that delivered `(floor, batch_end]` whose messages' keys are
     /// `keys` in offset order; `None` when the keys do not stand for the span one to
-    /// one (a missing hash, a repeated transaction id), the cases only SQL can settle.
+    /// one (a missing key, a repeated transaction id), the cases only SQL can settle.
     pub fn of(
         floor: i64,
         batch_end: i64,
@@ -117,7 +117,7 @@ mod tests {
     use super::LeasedSpan;
 
     #[test]
-    fn a_span_is_known_only_when_each_offset_has_its_own_hash() {
+    fn a_span_is_known_only_when_each_offset_has_its_own_key() {
         let span = LeasedSpan::of(9, 12, vec![30, 10, 20], "q", "p").expect("three distinct");
         assert_eq!(span.sorted_keys, vec![10, 20, 30]);
         assert!(LeasedSpan::of(9, 12, vec![10, 10, 20], "q", "p").is_none());

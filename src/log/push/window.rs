@@ -80,7 +80,7 @@ struct Window {
     used: Instant,
 }
 
-/// A window's key → offset index. The keys are SHA-256 digests already, so SipHash's
+/// A window's key → offset index. The keys are cut from SHA-256 digests, so SipHash's
 /// rounds bought nothing but time; foldhash (seeded per process) keeps a crafted id from
 /// choosing its bucket all the same.
 type HashIndex = HashMap<i64, i64, foldhash::fast::RandomState>;
@@ -225,7 +225,7 @@ impl DedupWindows {
         state.bound(key, self.max_entries);
     }
 
-    /// Hashes held now, across every window.
+    /// Keys held now, across every window.
     pub fn entries(&self) -> usize {
         self.lock().entries
     }
