@@ -81,6 +81,12 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
         pid_file.exists(),
         "the embedded PostgreSQL is not where it should be"
     );
+    // The embedded server flushes whenever its WAL writer writes, so relaxed commits do
+    // not signal the WAL writer each (see `EMBEDDED_SERVER_SETTINGS` in src/app.rs).
+    assert_eq!(
+        embedded_setting(&pid_file, "wal_writer_flush_after").await,
+        "0"
+    );
 
     // Assert: SIGTERM stops the broker cleanly and its PostgreSQL with it.
     let rc = unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
@@ -99,4 +105,27 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
         !pid_file.exists(),
         "the embedded PostgreSQL was left running after the broker stopped"
     );
+}
+
+/// `SHOW name` on the embedded server whose `postmaster.pid` is `pid_file` (its fourth line
+/// is the port, its fifth the socket folder), as the broker's own user.
+async fn embedded_setting(pid_file: &std::path::Path, name: &str) -> String {
+    let pid = std::fs::read_to_string(pid_file).expect("read postmaster.pid");
+    let lines: Vec<&str> = pid.lines().collect();
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host_path(lines[4])
+        .port(lines[3].parse().expect("the port line"))
+        .user("queen")
+        .dbname("queen");
+    let (client, connection) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect to the embedded server");
+    actix_rt::spawn(connection);
+    let row = client
+        .query_one(&format!("SHOW {name}"), &[])
+        .await
+        .expect("SHOW");
+    row.get(0)
 }

@@ -17,6 +17,7 @@ pub const REPORTED_SETTINGS: &[&str] = &[
     "full_page_writes",
     "wal_compression",
     "wal_buffers",
+    "wal_writer_flush_after",
     "max_wal_size",
     "checkpoint_timeout",
     "max_connections",

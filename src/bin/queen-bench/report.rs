@@ -407,8 +407,8 @@ fn settings(w: &mut String, first: &RunResult) {
     let _ = writeln!(
         w,
         "## PostgreSQL settings\n\nThe broker's embedded PostgreSQL as every scenario ran it \
-         (server defaults except `max_connections` and `shared_buffers`, which the broker \
-         sets):\n"
+         (server defaults except `max_connections`, `shared_buffers` and \
+         `wal_writer_flush_after`, which the broker sets):\n"
     );
     let _ = writeln!(w, "| setting | value |\n| --- | --- |");
     for (k, v) in &first.postgres {

@@ -146,6 +146,16 @@ fn helm_template_wires_the_brokers_to_the_bundled_postgresql_when_enabled() {
         .is_some_and(|p| !p.is_empty()));
     let claim = &pg["spec"]["volumeClaimTemplates"][0]["spec"];
     assert_eq!(claim["resources"]["requests"]["storage"], "3Gi");
+    // The server flushes whenever its WAL writer writes (README, "Leased pops and acks").
+    assert_eq!(
+        server["args"],
+        serde_json::json!([
+            "-c",
+            "max_connections=200",
+            "-c",
+            "wal_writer_flush_after=0"
+        ])
+    );
 
     let broker_pods = &r.one("Deployment")["spec"]["template"]["metadata"]["labels"];
     let pg_pods = &pg["spec"]["template"]["metadata"]["labels"];
