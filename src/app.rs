@@ -259,6 +259,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             .broker
             .db
             .bind_worker(worker_slots.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        state.broker.registry.adopt_worker_thread();
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
             // Innermost first: timing sees the normalised path's route pattern, and the

@@ -1,15 +1,23 @@
 //! The registry: finds (or starts) the group actor of a (tenant, queue, consumer group), and
 //! fans push hints out to every group of a queue.
 //!
-//! All group actors run on one arbiter of their own: their handlers are short and
-//! in-memory, and one thread keeps their messages ordered per actor without locks.
+//! A group actor runs on the arbiter of the HTTP worker whose request first asked for it,
+//! or on the registry's own arbiter when no worker asked (the mesh, maintenance, tests).
+//! Its handlers are short and in-memory, and its one thread keeps its messages ordered
+//! without locks wherever that thread is. On a worker's thread, the pops and acks that
+//! worker serves reach their group's actor and get its answer without waking another
+//! thread: with every actor on an arbiter of their own, each pop sent its plan request to
+//! that thread and was woken back with the plan, and each ack woke it once more, which
+//! cost the broker about a seventh of its CPU in a pop+ack drain at batch 10
+//! (`bench/analysis.md`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix::ArbiterHandle;
+use actix::{Arbiter, ArbiterHandle};
 
 use super::group::{AckReleased, ConfigChanged, GroupActor, GroupStats, PushLanded, Stats};
 use super::ring::PartitionRef;
@@ -24,6 +32,10 @@ type QueueKey = (Tenant, QueueName);
 pub struct Registry {
     groups: Mutex<HashMap<QueueKey, HashMap<String, Addr<GroupActor>>>>,
     arbiter: ArbiterHandle,
+    /// The HTTP workers' arbiters, by thread ([`Registry::adopt_worker_thread`]). A
+    /// restarted worker is a new thread and adds itself; thread ids are never reused, so
+    /// a stopped worker's entry is never chosen again.
+    workers: Mutex<HashMap<ThreadId, ArbiterHandle>>,
     metrics: Arc<Metrics>,
     hotlist: bool,
     reseed_every: Duration,
@@ -32,7 +44,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// A registry whose actors run on `arbiter`.
+    /// A registry whose actors run on `arbiter`, or on the arbiter of the worker that asked.
     pub fn new(
         arbiter: ArbiterHandle,
         metrics: Arc<Metrics>,
@@ -43,6 +55,7 @@ impl Registry {
         Arc::new_cyclic(|me| Registry {
             groups: Mutex::new(HashMap::new()),
             arbiter,
+            workers: Mutex::new(HashMap::new()),
             metrics,
             hotlist,
             reseed_every,
@@ -61,7 +74,32 @@ impl Registry {
         &self.metrics
     }
 
-    /// The actor of a group, started on first use.
+    /// Makes the calling thread, an HTTP worker inside its arbiter, a home for the group
+    /// actors its requests start (see the module's comment). Outside an arbiter it does
+    /// nothing.
+    pub fn adopt_worker_thread(&self) {
+        if let Some(arbiter) = Arbiter::try_current() {
+            let mut workers = self
+                .workers
+                .lock()
+                .expect("registry lock is never poisoned");
+            workers.insert(thread::current().id(), arbiter);
+        }
+    }
+
+    /// The arbiter a group actor started now runs on: the calling worker's, else our own.
+    fn home(&self) -> ArbiterHandle {
+        let workers = self
+            .workers
+            .lock()
+            .expect("registry lock is never poisoned");
+        workers
+            .get(&thread::current().id())
+            .unwrap_or(&self.arbiter)
+            .clone()
+    }
+
+    /// The actor of a group, started on first use (on the calling worker's arbiter).
     pub fn group(&self, key: &GroupKey) -> Addr<GroupActor> {
         let mut groups = self.groups.lock().expect("registry lock is never poisoned");
         let queue = groups
@@ -78,7 +116,7 @@ impl Registry {
             .expect("the registry outlives its actors' creation");
         let actor_key = key.clone();
         let (hotlist, reseed_every) = (self.hotlist, self.reseed_every);
-        let addr = GroupActor::start_in_arbiter(&self.arbiter, move |_| {
+        let addr = GroupActor::start_in_arbiter(&self.home(), move |_| {
             GroupActor::new(actor_key, registry, hotlist, reseed_every)
         });
         queue.insert(key.group.as_str().to_owned(), addr.clone());
@@ -175,3 +213,6 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
