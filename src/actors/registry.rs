@@ -8,7 +8,7 @@
 //! worker serves reach their group's actor and get its answer without waking another
 //! thread: with every actor on an arbiter of their own, each pop sent its plan request to
 //! that thread and was woken back with the plan, and each ack woke it once more, which
-//! cost the broker about a seventh of its CPU in a pop+ack drain at batch 10
+//! cost the broker about a sixth of its CPU in a pop+ack drain at batch 10
 //! (`bench/analysis.md`).
 
 use std::collections::HashMap;
