@@ -46,7 +46,7 @@ const EMBEDDED_USER: &str = "queen";
 /// commit, about 6 % of the backends' CPU in a pop+ack drain at batch 10. With 0
 /// the WAL writer flushes whenever it writes, so a commit wakes it only once a new page
 /// has filled. Commits that wait for the flush (pushes) are unaffected.
-const EMBEDDED_SERVER_SETTINGS: [(&str, &str); 3] = [
+pub const EMBEDDED_SERVER_SETTINGS: [(&str, &str); 3] = [
     ("max_connections", "200"),
     ("shared_buffers", "256MB"),
     ("wal_writer_flush_after", "0"),

@@ -93,3 +93,16 @@ pub async fn stored_blob_bytes(client: &Client) -> anyhow::Result<i64> {
         .context("reading the stored segment bytes")?;
     Ok(row.get(0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::REPORTED_SETTINGS;
+
+    /// The report says which settings the broker sets; each must be among those printed.
+    #[test]
+    fn every_setting_the_embedded_server_starts_with_is_printed() {
+        for (name, _) in queen::app::EMBEDDED_SERVER_SETTINGS {
+            assert!(REPORTED_SETTINGS.contains(&name), "{name} is not printed");
+        }
+    }
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use plotters::style::RGBColor;
+use queen::app::EMBEDDED_SERVER_SETTINGS;
 
 use crate::args::{size_label, ReportArgs};
 use crate::plot::{self, Series};
@@ -404,11 +405,18 @@ fn cost_table(w: &mut String, results: &[RunResult]) {
 }
 
 fn settings(w: &mut String, first: &RunResult) {
+    let names: Vec<String> = EMBEDDED_SERVER_SETTINGS
+        .iter()
+        .map(|(name, _)| format!("`{name}`"))
+        .collect();
+    let set = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    };
     let _ = writeln!(
         w,
         "## PostgreSQL settings\n\nThe broker's embedded PostgreSQL as every scenario ran it \
-         (server defaults except `max_connections`, `shared_buffers` and \
-         `wal_writer_flush_after`, which the broker sets):\n"
+         (server defaults except {set}, which the broker sets):\n"
     );
     let _ = writeln!(w, "| setting | value |\n| --- | --- |");
     for (k, v) in &first.postgres {
