@@ -205,19 +205,28 @@ fn targets(w: &mut String, results: &[RunResult]) {
          that cost no CPU at all, every core busy with only the PostgreSQL and load-tool CPU \
          each message cost (measured in the broker's phase; the tool is the client, and it \
          shares the cores). A target above it cannot be met on this machine by the broker \
-         alone, only by PostgreSQL or the client costing less per message.\n"
+         alone, only by PostgreSQL or the client costing less per message. The column before it \
+         turns the same measure around: the broker CPU a message the target leaves once \
+         PostgreSQL's and the tool's are paid on every core (\"none\" when they alone fill the \
+         cores at the target's rate), beside what the broker spent.\n"
     );
     let _ = writeln!(
         w,
-        "| target | measured (same run) | verdict | bound with a broker costing no CPU |"
+        "| target | measured (same run) | verdict | broker CPU a message: spent / the target \
+         leaves | bound with a broker costing no CPU |"
     );
-    let _ = writeln!(w, "| --- | --- | --- | --- |");
+    let _ = writeln!(w, "| --- | --- | --- | --- | --- |");
     let verdict = |x: Option<f64>, goal: f64| match x {
         Some(x) if x >= goal => "met",
         Some(_) => "**missed**",
         None => "not run",
     };
     let fmt = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.2}×"));
+    let budget = |b: Option<(f64, f64)>| match b {
+        Some((left, spent)) if left > 0.0 => format!("{spent:.1} µs / {left:.1} µs"),
+        Some((_, spent)) => format!("{spent:.1} µs / none"),
+        None => "-".to_owned(),
+    };
     let at_most = |x: Option<f64>, goal: f64| match x {
         Some(x) if x <= goal => "met",
         Some(_) => "**missed**",
@@ -230,17 +239,19 @@ fn targets(w: &mut String, results: &[RunResult]) {
         let push = r.and_then(RunResult::push_ratio);
         let _ = writeln!(
             w,
-            "| push at batch {batch} ≥ {push_goal}× baseline enqueue | {} (`{scenario}`) | {} | {} |",
+            "| push at batch {batch} ≥ {push_goal}× baseline enqueue | {} (`{scenario}`) | {} | {} | {} |",
             fmt(push),
             verdict(push, push_goal),
+            budget(r.and_then(|r| r.push_broker_budget(push_goal))),
             fmt(r.and_then(RunResult::push_ratio_without_broker)),
         );
         let pop = r.and_then(RunResult::pop_ratio);
         let _ = writeln!(
             w,
-            "| pop+ack at batch {batch} ≥ {pop_goal}× baseline dequeue+delete | {} (`{scenario}`) | {} | {} |",
+            "| pop+ack at batch {batch} ≥ {pop_goal}× baseline dequeue+delete | {} (`{scenario}`) | {} | {} | {} |",
             fmt(pop),
             verdict(pop, pop_goal),
+            budget(r.and_then(|r| r.pop_broker_budget(pop_goal))),
             fmt(r.and_then(RunResult::pop_ratio_without_broker)),
         );
     }
@@ -250,7 +261,7 @@ fn targets(w: &mut String, results: &[RunResult]) {
     let _ = writeln!(
         w,
         "| push to 1 partition ≥ 0.6× push to 100 partitions, 8 producers | {} \
-         (`producers8-partitions-1` / `producers8-partitions-100`) | {} | - |",
+         (`producers8-partitions-1` / `producers8-partitions-100`) | {} | - | - |",
         fmt(one),
         verdict(one, 0.6)
     );
@@ -258,7 +269,7 @@ fn targets(w: &mut String, results: &[RunResult]) {
     let cpu = b100.and_then(RunResult::pg_cpu_ratio);
     let _ = writeln!(
         w,
-        "| PostgreSQL CPU per message, broker ≤ 0.33× baseline | {} (`batch-100`) | {} | - |",
+        "| PostgreSQL CPU per message, broker ≤ 0.33× baseline | {} (`batch-100`) | {} | - | - |",
         fmt(cpu),
         at_most(cpu, 0.33)
     );
@@ -266,7 +277,7 @@ fn targets(w: &mut String, results: &[RunResult]) {
     let _ = writeln!(
         w,
         "| broker WAL bytes per message ≤ 1.3× its stored (compressed) bytes per message | {} \
-         (`batch-100`) | {} | - |",
+         (`batch-100`) | {} | - | - |",
         fmt(wal),
         at_most(wal, 1.3)
     );
@@ -287,7 +298,7 @@ fn targets(w: &mut String, results: &[RunResult]) {
         let _ = writeln!(
             w,
             "| broker {what} at 10,000 partitions ≥ ½ of 100 partitions | {} \
-             (`partitions-10000` / `partitions-100`) | {} | - |",
+             (`partitions-10000` / `partitions-100`) | {} | - | - |",
             fmt(r),
             verdict(r, 0.5)
         );
@@ -296,7 +307,7 @@ fn targets(w: &mut String, results: &[RunResult]) {
     let _ = writeln!(
         w,
         "| broker push as a fraction of the raw PostgreSQL ceiling (no target; printed) | {} \
-         of segment rows, {} of segment + dedup rows (`batch-100`) | - | - |\n",
+         of segment rows, {} of segment + dedup rows (`batch-100`) | - | - | - |\n",
         ceiling.map_or("-".to_owned(), |c| format!("{:.0}%", c.0 * 100.0)),
         ceiling.map_or("-".to_owned(), |c| format!("{:.0}%", c.1 * 100.0)),
     );
@@ -436,4 +447,40 @@ fn commands(w: &mut String, results: &[RunResult]) {
         let _ = writeln!(w, "| {} | `{}` |", r.name, r.command);
     }
     let _ = writeln!(w);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::{load, targets};
+
+    /// The targets table from the repository's last full run: every row has the header's
+    /// cells, and each throughput target says what the broker spent and what the target
+    /// leaves it (or that it leaves nothing).
+    #[test]
+    fn each_throughput_target_shows_the_broker_cpu_it_leaves() {
+        let results = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-results"))
+            .expect("the committed results");
+        let mut w = String::new();
+
+        targets(&mut w, &results);
+
+        let rows: Vec<&str> = w.lines().filter(|l| l.starts_with('|')).collect();
+        let cells = |row: &str| row.matches('|').count();
+        let header = cells(rows[0]);
+        assert!(rows.iter().all(|row| cells(row) == header), "{w}");
+        let throughput: Vec<&str> = rows
+            .iter()
+            .copied()
+            .filter(|row| row.starts_with("| push at batch") || row.starts_with("| pop+ack at"))
+            .collect();
+        assert_eq!(throughput.len(), 4, "{w}");
+        for row in throughput {
+            let budget = row.split('|').nth(4).expect("the budget cell").trim();
+            let (spent, left) = budget.split_once(" / ").expect("spent / left");
+            assert!(spent.ends_with(" µs"), "{row}");
+            assert!(left.ends_with(" µs") || left == "none", "{row}");
+        }
+    }
 }

@@ -129,6 +129,23 @@ impl Phase {
         let per_message = (self.pg_cpu_s? + self.tool_cpu_s) / self.messages as f64;
         (self.messages > 0 && per_message > 0.0).then(|| cores as f64 / per_message)
     }
+
+    /// The broker's CPU a message in this phase, in microseconds.
+    pub fn broker_us_per_message(&self) -> Option<f64> {
+        let cpu = self.broker_cpu_s?;
+        (self.messages > 0).then(|| cpu * 1e6 / self.messages as f64)
+    }
+
+    /// The broker CPU a message, in microseconds, that would let `cores` carry `rate`
+    /// messages a second beside the PostgreSQL and load-tool CPU this phase measured for
+    /// each message, every core busy: what a throughput target leaves the broker. Zero or
+    /// less means no broker could reach `rate` here, PostgreSQL and the tool alone filling
+    /// the cores.
+    pub fn broker_us_allowed(&self, cores: usize, rate: f64) -> Option<f64> {
+        let others = self.pg_cpu_s? + self.tool_cpu_s;
+        (self.messages > 0 && rate > 0.0)
+            .then(|| (cores as f64 / rate - others / self.messages as f64) * 1e6)
+    }
 }
 
 impl SystemResult {
@@ -182,6 +199,28 @@ impl RunResult {
     pub fn push_ratio_without_broker(&self) -> Option<f64> {
         let rate = self.broker.push.rate_without_broker(self.cores)?;
         ratio(rate, self.baseline.as_ref()?.push.rate)
+    }
+
+    /// For a push target of `goal` × the baseline's enqueue: the broker CPU a message the
+    /// target leaves it ([`Phase::broker_us_allowed`]) and the broker CPU a message it
+    /// spent, in microseconds.
+    pub fn push_broker_budget(&self, goal: f64) -> Option<(f64, f64)> {
+        let p = &self.broker.push;
+        let rate = goal * self.baseline.as_ref()?.push.rate;
+        Some((
+            p.broker_us_allowed(self.cores, rate)?,
+            p.broker_us_per_message()?,
+        ))
+    }
+
+    /// The same for a pop+ack target of `goal` × the baseline's dequeue+delete.
+    pub fn pop_broker_budget(&self, goal: f64) -> Option<(f64, f64)> {
+        let p = &self.broker.drain;
+        let rate = goal * self.baseline.as_ref()?.drain.rate;
+        Some((
+            p.broker_us_allowed(self.cores, rate)?,
+            p.broker_us_per_message()?,
+        ))
     }
 
     /// The pop+ack ratio a broker costing no CPU could reach in this run.
@@ -388,6 +427,23 @@ mod tests {
         // The broker's own 5 s do not enter it; one core carries half as much.
         let one = p.rate_without_broker(1).expect("a rate");
         assert!((one - 50_000.0).abs() < 1e-6, "{one}");
+    }
+
+    #[test]
+    fn a_target_leaves_the_broker_what_postgres_and_the_tool_leave_of_the_cores() {
+        // 20 µs of PostgreSQL and tool CPU a message; the broker spent 50 µs (5 s / 100,000).
+        let p = phase(100_000, Some(1.5), 0.5);
+        assert_eq!(p.broker_us_per_message(), Some(50.0));
+        // Two cores at 40,000 msg/s give each message 50 µs of CPU: 30 µs are left.
+        let left = p.broker_us_allowed(2, 40_000.0).expect("a budget");
+        assert!((left - 30.0).abs() < 1e-9, "{left}");
+        // At 100,000 msg/s PostgreSQL and the tool fill both cores: nothing is left.
+        let none = p.broker_us_allowed(2, 100_000.0).expect("a budget");
+        assert!(none.abs() < 1e-9, "{none}");
+        let below = p.broker_us_allowed(2, 200_000.0).expect("a budget");
+        assert!((below + 10.0).abs() < 1e-9, "{below}");
+        assert_eq!(phase(100_000, None, 0.5).broker_us_allowed(2, 1.0), None);
+        assert_eq!(phase(0, Some(1.0), 0.5).broker_us_per_message(), None);
     }
 
     #[test]
