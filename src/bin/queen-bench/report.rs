@@ -455,13 +455,13 @@ mod tests {
 
     use super::{load, targets};
 
-    /// The targets table from the repository's last full run: every row has the header's
-    /// cells, and each throughput target says what the broker spent and what the target
-    /// leaves it (or that it leaves nothing).
+    /// The targets table from two scenarios of a full run (`bench/fixtures/results`): every
+    /// row has the header's cells, and each throughput target says what the broker spent
+    /// and what the target leaves it (or that it leaves nothing).
     #[test]
     fn each_throughput_target_shows_the_broker_cpu_it_leaves() {
-        let results = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-results"))
-            .expect("the committed results");
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/fixtures/results");
+        let results = load(&fixtures).expect("the fixture results");
         let mut w = String::new();
 
         targets(&mut w, &results);
