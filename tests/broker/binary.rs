@@ -22,18 +22,20 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let data_dir = dir.path().join("data");
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_queen"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("PORT", port.to_string())
-        .env("QUEEN_MESH_PORT", free_port().to_string())
-        .env("QUEEN_DATA_DIR", &data_dir)
-        .env("QUEEN_EMBEDDED_PG_PORT", free_port().to_string())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn the queen binary");
+    let mut child = Running(
+        Command::new(env!("CARGO_BIN_EXE_queen"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PORT", port.to_string())
+            .env("QUEEN_MESH_PORT", free_port().to_string())
+            .env("QUEEN_DATA_DIR", &data_dir)
+            .env("QUEEN_EMBEDDED_PG_PORT", free_port().to_string())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the queen binary"),
+    );
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
 
@@ -89,15 +91,15 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
     );
 
     // Assert: SIGTERM stops the broker cleanly and its PostgreSQL with it.
-    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let rc = unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
     assert_eq!(rc, 0);
     let status = eventually(Duration::from_secs(60), || {
-        let status = child.try_wait().expect("poll the child");
+        let status = child.0.try_wait().expect("poll the child");
         async move { status }
     })
     .await;
     let Some(status) = status else {
-        let _ = child.kill();
+        let _ = child.0.kill();
         panic!("the binary did not stop within 60 s of SIGTERM");
     };
     assert!(status.success(), "the binary exited with {status}");
@@ -105,6 +107,29 @@ async fn the_binary_runs_on_its_embedded_postgres_and_stops_it_on_sigterm() {
         !pid_file.exists(),
         "the embedded PostgreSQL was left running after the broker stopped"
     );
+}
+
+/// The broker's process. Dropped while it still runs (an assertion failed before the
+/// test's SIGTERM), it gets the SIGTERM the test would have sent, so it stops the
+/// PostgreSQL it started, and is killed if it has not stopped within 30 s: no `queen` is
+/// left holding the test run's output.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        for _ in 0..300 {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// `SHOW name` on the embedded server whose `postmaster.pid` is `pid_file` (its fourth line
