@@ -205,18 +205,18 @@ impl RunResult {
     /// target leaves it ([`Phase::broker_us_allowed`]) and the broker CPU a message it
     /// spent, in microseconds.
     pub fn push_broker_budget(&self, goal: f64) -> Option<(f64, f64)> {
-        let p = &self.broker.push;
-        let rate = goal * self.baseline.as_ref()?.push.rate;
-        Some((
-            p.broker_us_allowed(self.cores, rate)?,
-            p.broker_us_per_message()?,
-        ))
+        let baseline = self.baseline.as_ref()?.push.rate;
+        self.broker_budget(&self.broker.push, goal * baseline)
     }
 
     /// The same for a pop+ack target of `goal` × the baseline's dequeue+delete.
     pub fn pop_broker_budget(&self, goal: f64) -> Option<(f64, f64)> {
-        let p = &self.broker.drain;
-        let rate = goal * self.baseline.as_ref()?.drain.rate;
+        let baseline = self.baseline.as_ref()?.drain.rate;
+        self.broker_budget(&self.broker.drain, goal * baseline)
+    }
+
+    /// What reaching `rate` in the broker's phase `p` leaves the broker, and what it spent.
+    fn broker_budget(&self, p: &Phase, rate: f64) -> Option<(f64, f64)> {
         Some((
             p.broker_us_allowed(self.cores, rate)?,
             p.broker_us_per_message()?,
