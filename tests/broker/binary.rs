@@ -4,10 +4,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::support::process::{signal, wait_until};
 use crate::support::{eventually, free_port};
 
 /// With no database configured the binary runs on its embedded PostgreSQL, serves a push
@@ -120,15 +121,11 @@ impl Drop for Running {
         if !matches!(self.0.try_wait(), Ok(None)) {
             return;
         }
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        for _ in 0..300 {
-            if !matches!(self.0.try_wait(), Ok(None)) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        signal(&self.0, libc::SIGTERM);
+        if !wait_until(&mut self.0, Instant::now() + Duration::from_secs(30)) {
+            signal(&self.0, libc::SIGKILL);
+            let _ = self.0.wait();
         }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

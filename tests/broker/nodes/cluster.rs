@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::config::Host;
 
 use super::node::Node;
+use crate::support::process::{signal, wait_until};
 use crate::support::{eventually, postgres};
 
 /// How long a node may take to answer `/health` after it was spawned: a debug build applies
@@ -389,24 +390,6 @@ impl Process {
         self.child = None;
         Some(status)
     }
-}
-
-/// Polls a child until it exits or the deadline passes; true when it exited.
-fn wait_until(child: &mut Child, deadline: Instant) -> bool {
-    loop {
-        if let Ok(Some(_)) = child.try_wait() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(child: &Child, signal: i32) {
-    // SAFETY: kill(2) on the pid of a child we have not reaped yet.
-    unsafe { libc::kill(child.id() as i32, signal) };
 }
 
 fn node_id(i: usize) -> String {

@@ -10,6 +10,7 @@ pub mod load;
 pub mod old_writers;
 pub mod postgres;
 pub mod private_postgres;
+pub mod process;
 pub mod qpb1;
 pub mod qpf1;
 pub mod tokens;
