@@ -3,7 +3,7 @@
 //!
 //! Every tenant gets the same limits; `0` means no limit, the default, so a single-tenant
 //! deployment sees no change. Enforcing them is the database's job for what is created
-//! (`sql/060_tenant_limits.sql`, told the limits per connection by `db::pool`) and the pop
+//! (`sql/functions/tenant_limit_v1.sql`, told the limits per connection by `db::pool`) and the pop
 //! handler's for what a request asks; this file only reads the settings.
 
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub struct LimitsConfig {
 }
 
 impl LimitsConfig {
-    /// The creation limits as the session settings `sql/061_tenant_limits.sql` reads
+    /// The creation limits as the session settings `sql/functions/tenant_limit_v1.sql` reads
     /// (only the limits that are set; an unset one means no limit there).
     pub fn session_settings(&self) -> Vec<(&'static str, u32)> {
         [

@@ -36,11 +36,25 @@ pub enum DbError {
     /// The schema could not be installed.
     #[error("schema migration failed at {step}")]
     Schema {
-        /// The `sql/` file, or the step of the migration run.
+        /// The `sql/` file, or the step of the installer.
         step: String,
-        /// refinery's error (it carries the server's).
+        /// The server's error.
         #[source]
-        source: refinery::Error,
+        source: tokio_postgres::Error,
+    },
+    /// A migration this broker ships was applied with other content: a shipped migration
+    /// was edited, which the installer refuses rather than guess which one is right.
+    #[error("migration {file} differs from the one applied to this database")]
+    SchemaEdited {
+        /// The `sql/migrations/` file.
+        file: String,
+    },
+    /// The database was built by a release older than this one's baseline, which it
+    /// cannot upgrade directly (README, "Schema migrations").
+    #[error("database schema too old to upgrade: {found}")]
+    SchemaTooOld {
+        /// What the installer found instead of the baseline.
+        found: String,
     },
     /// Another node held the schema lock for longer than a start waits.
     #[error("schema lock not acquired in time")]
@@ -97,6 +111,8 @@ impl DbError {
             }
             DbError::StatementTimeout { .. }
             | DbError::Schema { .. }
+            | DbError::SchemaEdited { .. }
+            | DbError::SchemaTooOld { .. }
             | DbError::SchemaLockTimeout => false,
         }
     }
@@ -116,7 +132,7 @@ impl DbError {
     }
 
     /// The database's text when a tenant limit refused a creation (SQLSTATE `QLIMT`, raised
-    /// by `sql/061_tenant_limits.sql`): the client asked for more than its tenant may have,
+    /// by `sql/functions/tenant_limit_v1.sql`): the client asked for more than its tenant may have,
     /// and nothing was stored.
     pub fn tenant_limit(&self) -> Option<String> {
         let DbError::Query { source, .. } = self else {
@@ -136,14 +152,17 @@ impl DbError {
             DbError::Query { source, .. } | DbError::StatementTimeout { source, .. } => {
                 source.code()
             }
-            DbError::Schema { .. } | DbError::SchemaLockTimeout => None,
+            DbError::Schema { .. }
+            | DbError::SchemaEdited { .. }
+            | DbError::SchemaTooOld { .. }
+            | DbError::SchemaLockTimeout => None,
             DbError::Connect(source) => source.code(),
             DbError::PoolExhausted | DbError::Unavailable => None,
         }
     }
 }
 
-/// The SQLSTATE of a creation over a tenant limit (`sql/061_tenant_limits.sql`).
+/// The SQLSTATE of a creation over a tenant limit (`sql/functions/tenant_limit_v1.sql`).
 pub const TENANT_LIMIT: &str = "QLIMT";
 
 /// SQLSTATEs with which the server ends a session rather than refusing a statement.

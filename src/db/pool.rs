@@ -214,7 +214,7 @@ impl Db {
     /// Builds the pool and opens its first connection, so a wrong address (or a server
     /// whose certificate fails the TLS policy) fails start-up. `session` are extra
     /// settings every connection starts with (the tenant limits the schema's triggers
-    /// read, `sql/061_tenant_limits.sql`).
+    /// read, `sql/functions/tenant_limit_v1.sql`).
     pub async fn connect(
         mut config: tokio_postgres::Config,
         tls: MakeRustlsConnect,

@@ -65,7 +65,7 @@ pub async fn encryption_enabled(
 /// One round trip proving the database answers and the schema is there.
 pub async fn ping(conn: &mut PgConn) -> Result<(), DbError> {
     let st = conn
-        .statement("health", "SELECT count(*) FROM queen.schema_migrations")
+        .statement("health", "SELECT count(*) FROM queen.schema_versions")
         .await?;
     let result = conn.client().query_one(&st, &[]).await;
     result

@@ -158,7 +158,7 @@ const KNOWN: &[(&str, &str, Kind)] = &[
 ];
 
 /// Switches stored as NULL until a configure sets them, and on while they are: a queue that
-/// configures nothing keeps dead letters, as it always did (`sql/050_queue_options.sql`).
+/// configures nothing keeps dead letters, as it always did (`sql/migrations/064_baseline.sql`).
 const ON_WHEN_UNSET: &[&str] = &["dead_letter_queue", "dlq_after_max_retries"];
 
 /// Validated queue options, keyed by storage column, ready for `configure_queue_v1`.

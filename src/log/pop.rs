@@ -130,7 +130,7 @@ impl<'a> Pop<'a> {
 
     /// The lease id a one-partition claim grants: the pop's id naming the partition, so
     /// PostgreSQL finds the lease's row by its primary key and the claim's update touches
-    /// no indexed column (sql/063_leases_named_by_partition.sql). Empty with auto-ack.
+    /// no indexed column (sql/functions/lease_holders_v1.sql). Empty with auto-ack.
     fn named_lease(&self, partition_id: i64) -> String {
         if self.worker.is_empty() {
             String::new()

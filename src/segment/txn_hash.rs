@@ -8,14 +8,14 @@
 //! both take SHA-256 of the id's UTF-8 bytes: the hash is its first 8 bytes, big-endian,
 //! as a signed integer, and the key its first 48 bits, `hash >> 16` (a test on a real
 //! PostgreSQL compares them). 48 bits keep the stored rows small (6 B a message, see
-//! `sql/064_txn_keys.sql`); a key names an id only together with a partition and an
+//! `sql/functions/txn_key.sql`); a key names an id only together with a partition and an
 //! offset range, and where a collision could lose a message (a push answered
 //! `duplicate`), the stored frame's id is compared before anything is decided.
 
 use sha2::{Digest, Sha256};
 
 /// The 64-bit hash of one transaction id: what `queen.log_ack_v2` takes, and what brokers
-/// before `sql/064_txn_keys.sql` stored.
+/// before `sql/functions/txn_key.sql` stored.
 pub fn txn_hash(transaction_id: &str) -> i64 {
     let digest = Sha256::digest(transaction_id.as_bytes());
     let mut first = [0u8; 8];

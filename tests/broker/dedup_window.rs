@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use uuid::Uuid;
 
-use queen::segment::{txn_hash, NewFrame, SegmentBuilder};
+use queen::segment::txn_hash;
 
+use crate::support::old_writers::legacy_segment;
 use crate::support::{eventually, payloads, postgres, two_nodes, TestBroker};
 
 /// A transaction id repeated through a second node inside the window is a duplicate, in
@@ -130,31 +130,11 @@ async fn the_broker_and_sql_hash_transaction_ids_alike() {
 /// rows) still make repeats duplicates and still ack by transaction id.
 #[actix_rt::test]
 async fn segments_without_hashes_still_dedup_and_ack() {
-    // Arrange: a legacy segment, as an older broker stored it.
+    // Arrange: a legacy segment, as an older broker stored it (its payload is its id).
     let pg = postgres::fresh_database().await;
     let b = TestBroker::start_on(pg, &[]).await;
-    let mut builder = SegmentBuilder::new();
-    let message_id = Uuid::now_v7();
-    builder
-        .push(&NewFrame {
-            message_id,
-            trace_id: None,
-            transaction_id: "legacy-1",
-            producer: None,
-            payload: b"\"old\"",
-        })
-        .unwrap();
-    let blob = builder.finish(1).unwrap();
     let sql = b.sql().await;
-    sql.execute(
-        "SELECT * FROM queen.log_push_v1('', 'dw-legacy', 'p', ARRAY['legacy-1'], $1, $2, $3, NULL)",
-        &[&vec![message_id], &blob.bytes, &blob.codec.as_i16()],
-    )
-    .await
-    .unwrap();
-    sql.execute("UPDATE queen.log_segments SET txn_hashes = NULL", &[])
-        .await
-        .unwrap();
+    let message_id = legacy_segment(&sql, "dw-legacy", "p", &["legacy-1"]).await[0];
 
     // Act
     let again = push_one(&b, "dw-legacy", "legacy-1", json!("new")).await;
@@ -166,7 +146,7 @@ async fn segments_without_hashes_still_dedup_and_ack() {
     // Assert
     assert_eq!(again["status"], "duplicate", "{again}");
     assert_eq!(again["messageId"], json!(message_id.to_string()));
-    assert_eq!(payloads(&popped), vec![json!("old")]);
+    assert_eq!(payloads(&popped), vec![json!("legacy-1")]);
     assert!(acks.iter().all(|x| x["success"] == true), "{acks:?}");
 }
 
@@ -205,50 +185,4 @@ async fn stored_messages(b: &TestBroker) -> i64 {
         .await
         .unwrap()
         .get(0)
-}
-
-/// `queen.log_ack_v1`, which brokers from before `log_ack_v2` call during a rolling
-/// upgrade, still acks by transaction id (it hashes them itself).
-#[actix_rt::test]
-async fn the_ack_function_of_older_brokers_still_acks_by_transaction_id() {
-    // Arrange: two leased messages.
-    let b = TestBroker::start().await;
-    push_one(&b, "dw-v1", "v1-a", json!(1)).await;
-    push_one(&b, "dw-v1", "v1-b", json!(2)).await;
-    let popped = b.pop_messages("/api/v1/pop/queue/dw-v1?batch=10").await;
-    assert_eq!(popped.len(), 2);
-    let pid: i64 = popped[0]["partitionId"].as_str().unwrap().parse().unwrap();
-    let lease = popped[0]["leaseId"].as_str().unwrap().to_owned();
-
-    // Act
-    let rows = b
-        .sql()
-        .await
-        .query(
-            "SELECT success, lease_released FROM queen.log_ack_v1($1, '__QUEUE_MODE__', $2, \
-             ARRAY['v1-b', 'v1-a'], NULL, ARRAY['completed', 'completed'], ARRAY[NULL, NULL]::text[])",
-            &[&pid, &lease],
-        )
-        .await
-        .unwrap();
-
-    // Assert
-    assert!(rows
-        .iter()
-        .all(|r| r.get::<_, bool>(0) && r.get::<_, bool>(1)));
-    let committed: i64 = b
-        .sql()
-        .await
-        .query_one(
-            "SELECT committed FROM queen.log_consumers WHERE partition_id = $1",
-            &[&pid],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(committed, 1);
-    assert!(b
-        .pop_messages("/api/v1/pop/queue/dw-v1?batch=10")
-        .await
-        .is_empty());
 }

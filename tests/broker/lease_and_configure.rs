@@ -127,55 +127,6 @@ async fn a_bare_lease_from_a_previous_version_broker_still_extends() {
     assert_eq!(acked[0]["success"], true, "{acked:?}");
 }
 
-/// The lease functions brokers of the previous version call (no tenant) find a lease the
-/// way the current ones do.
-#[actix_rt::test]
-async fn the_previous_versions_lease_functions_find_named_and_shared_leases() {
-    // Arrange: a named lease (the group's second pop) and a shared one (two partitions).
-    let b = TestBroker::start().await;
-    b.push("v1", "A", &[json!("a"), json!("b")]).await;
-    b.push("v1", "B", &[json!("c")]).await;
-    let first = b.pop_messages("/api/v1/pop/queue/v1?batch=1").await;
-    b.ack_all(&first, "completed", None).await;
-    let named = b.pop_messages("/api/v1/pop/queue/v1?batch=1").await[0]["leaseId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let (_, popped) = b
-        .get("/api/v1/pop/queue/v1?partitions=2&consumerGroup=g")
-        .await;
-    let shared = popped["leaseId"].as_str().unwrap().to_owned();
-    assert!(
-        named.contains('.') && !shared.contains('.'),
-        "{named} {shared}"
-    );
-    let client = b.sql().await;
-
-    for lease in [&named, &shared] {
-        // Act
-        let renewed: i32 = client
-            .query_one(
-                "SELECT renewed FROM queen.log_lease_extend_v1($1, 30)",
-                &[lease],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        let live: bool = client
-            .query_one(
-                "SELECT live FROM queen.lease_require_v1(ARRAY[$1])",
-                &[lease],
-            )
-            .await
-            .unwrap()
-            .get(0);
-
-        // Assert
-        assert!(renewed >= 1, "{lease}: renewed {renewed}");
-        assert!(live, "{lease} is live");
-    }
-}
-
 /// The cursor row of a partition popped and acked over and over is rewritten in place (a
 /// HOT update): no claim or release touches an indexed column, so no index entry is
 /// written per cycle.

@@ -74,6 +74,5 @@ mod tenants;
 mod transaction;
 mod txn_keys;
 mod upgrade;
-mod upgrade_options;
 mod wakes_lost;
 mod wakes_push;

@@ -1,5 +1,5 @@
 //! Segments keep 48-bit transaction-id keys (`txn_keys_hi`, `txn_keys_lo`) instead of
-//! 64-bit hashes (`sql/064_txn_keys.sql`). Every push path writes keys and no hashes;
+//! 64-bit hashes (`sql/functions/txn_key.sql`). Every push path writes keys and no hashes;
 //! segments an earlier broker stored with hashes still dedup, ack on every path and are
 //! found by id; and the SQL an earlier broker calls during a rolling upgrade still answers
 //! over segments written with keys.

@@ -1,19 +1,28 @@
-//! Versioned migrations: a database whose schema is main's as of commit 8f894d1 (every
-//! `sql/` file applied at each start, no history) upgrades without losing data; a start
-//! on an up-to-date database takes no table lock; nodes starting together apply each
-//! migration once.
+//! The schema installer: a database of main as of d5ce15b (migrations 001-064 recorded by
+//! refinery), with data, upgrades to the baseline layout without losing anything and ends
+//! at the same schema as a fresh install; every function equals its `sql/functions/`
+//! file; an older database is refused untouched; a start on an up-to-date database takes
+//! no table lock; nodes starting together apply each file once; a function file another
+//! release recorded at a newer level is left alone.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use queen::db::schema::FILES;
+use queen::db::schema::{FUNCTIONS, MIGRATIONS};
 
-use crate::support::old_writers::{old_push_v1, old_push_v2};
+use crate::support::old_writers::{legacy_segment, old_push_v2};
 use crate::support::{payloads, postgres, TestBroker};
 
-/// Every `sql/` file of main at 8f894d1, concatenated in order (`git show 8f894d1:sql/…`).
-const OLD_SCHEMA: &str = include_str!("upgrade/schema_8f894d1.sql");
+/// Every `sql/` file of main at d5ce15b, concatenated in order, and refinery's history of
+/// them, as that release's broker left a database.
+const OLD_SCHEMA: &str = include_str!("upgrade/schema_d5ce15b.sql");
+
+/// One line per column, relation, index, constraint, trigger, type and function of the
+/// `queen` schema (the installer's own history tables left out), sorted: two databases
+/// whose lines are equal have the same schema.
+const DESCRIBE: &str = include_str!("upgrade/describe.sql");
 
 /// Tables whose rows an upgrade must keep.
 const TABLES: &[&str] = &[
@@ -28,24 +37,20 @@ const TABLES: &[&str] = &[
     "system_state",
 ];
 
-/// An old database with legacy and current segments, a cursor, a dead letter and a trace
+/// An old database with legacy and hashed segments, a cursor, a dead letter and a trace
 /// upgrades: every row stays, messages pop from where the cursor was, transaction ids of
-/// both kinds of segment still dedup, and every file is recorded once.
+/// both kinds of segment still dedup, the baseline is recorded without running, the later
+/// migrations and every function file are recorded once, and every function in the schema
+/// is its file's.
 #[actix_rt::test]
-async fn a_database_of_main_8f894d1_with_data_upgrades_and_loses_nothing() {
-    // Arrange: main's schema as its installer left it, and data written by its functions.
+async fn a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing() {
+    // Arrange: that release's schema as its installer left it, and data in it.
     let pg = postgres::fresh_database().await;
     let sql = connect(&pg).await;
     sql.batch_execute(OLD_SCHEMA)
         .await
         .expect("old schema applies");
-    sql.batch_execute(
-        "CREATE TABLE queen.schema_files (file text PRIMARY KEY, checksum text NOT NULL,
-             applied_at timestamptz NOT NULL)",
-    )
-    .await
-    .unwrap();
-    let legacy_ids = old_push_v1(&sql, "up", "legacy", &["a", "b", "c"]).await;
+    let legacy_ids = legacy_segment(&sql, "up", "legacy", &["a", "b", "c"]).await;
     old_push_v2(&sql, "up", "p2", None, &["x0", "x1", "x2", "x3"]).await;
     sql.batch_execute(
         "INSERT INTO queen.consumer_groups_metadata (consumer_group, queue_id)
@@ -69,17 +74,22 @@ async fn a_database_of_main_8f894d1_with_data_upgrades_and_loses_nothing() {
     // Act: a broker of this branch starts on it.
     let b = TestBroker::start_on(pg.clone(), &[]).await;
 
-    // Assert: nothing lost, everything recorded once.
+    // Assert: nothing lost, everything recorded once, the functions are the files'.
     assert_eq!(counts(&sql).await, before);
-    let recorded: i64 = sql
-        .query_one(
-            "SELECT count(DISTINCT version) FROM queen.schema_migrations",
+    let versions: Vec<i32> = sql
+        .query(
+            "SELECT version FROM queen.schema_versions ORDER BY version",
             &[],
         )
         .await
         .unwrap()
-        .get(0);
-    assert_eq!(recorded as usize, FILES.len());
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let shipped: Vec<i32> = MIGRATIONS.iter().map(|m| m.version()).collect();
+    assert_eq!(versions, shipped);
+    assert_eq!(functions_recorded(&sql).await, FUNCTIONS.len() as i64);
+    assert_functions_are_their_files(&sql).await;
     let group = b
         .pop_messages("/api/v1/pop/queue/up/partition/p2?batch=10&consumerGroup=g&autoAck=true")
         .await;
@@ -100,12 +110,166 @@ async fn a_database_of_main_8f894d1_with_data_upgrades_and_loses_nothing() {
     b.stop().await;
 }
 
+/// A fresh install (the baseline, the later migrations, the function files) and the
+/// upgrade of a d5ce15b database end at the same schema, column for column, index for
+/// index, function for function; and on the fresh one too every function is its file's.
+#[actix_rt::test]
+async fn a_fresh_install_and_an_upgraded_database_end_at_the_same_schema() {
+    // Arrange
+    let fresh = postgres::fresh_database().await;
+    let upgraded = postgres::fresh_database().await;
+    connect(&upgraded)
+        .await
+        .batch_execute(OLD_SCHEMA)
+        .await
+        .expect("old schema applies");
+
+    // Act
+    TestBroker::start_on(fresh.clone(), &[]).await.stop().await;
+    TestBroker::start_on(upgraded.clone(), &[])
+        .await
+        .stop()
+        .await;
+
+    // Assert
+    let fresh_sql = connect(&fresh).await;
+    let fresh_lines = describe(&fresh_sql).await;
+    let upgraded_lines = describe(&connect(&upgraded).await).await;
+    assert!(fresh_lines.len() > 100, "{fresh_lines:?}");
+    let only_fresh: Vec<&String> = fresh_lines.difference(&upgraded_lines).collect();
+    let only_upgraded: Vec<&String> = upgraded_lines.difference(&fresh_lines).collect();
+    assert!(
+        only_fresh.is_empty() && only_upgraded.is_empty(),
+        "only in the fresh install: {only_fresh:#?}\nonly in the upgraded one: {only_upgraded:#?}"
+    );
+    assert_functions_are_their_files(&fresh_sql).await;
+}
+
+/// A database of a release older than d5ce15b (here: one whose history lacks 064) is
+/// refused with an error that says what to do, and the start changes nothing in it.
+#[actix_rt::test]
+async fn a_database_older_than_the_baseline_is_refused_and_left_as_it_was() {
+    // Arrange
+    let pg = postgres::fresh_database().await;
+    let sql = connect(&pg).await;
+    sql.batch_execute(OLD_SCHEMA)
+        .await
+        .expect("old schema applies");
+    sql.execute(
+        "DELETE FROM queen.schema_migrations WHERE version = 64",
+        &[],
+    )
+    .await
+    .unwrap();
+    let before = describe(&sql).await;
+
+    // Act
+    let started = TestBroker::try_start_on(pg.clone(), &[]).await;
+
+    // Assert
+    let error = started.err().expect("the start is refused");
+    let chain = format!("{error:?}");
+    assert!(
+        chain.contains("SchemaTooOld") && chain.contains("064_txn_keys"),
+        "{chain}"
+    );
+    assert_eq!(describe(&sql).await, before);
+    let created: bool = sql
+        .query_one(
+            "SELECT to_regclass('queen.schema_versions') IS NOT NULL
+                 OR to_regclass('queen.schema_functions') IS NOT NULL",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!created, "the refused start created history tables");
+}
+
+/// A migration whose recorded checksum differs from the shipped file stops the start,
+/// naming the file.
+#[actix_rt::test]
+async fn an_edited_migration_stops_the_start_naming_it() {
+    // Arrange
+    let pg = postgres::fresh_database().await;
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    let sql = connect(&pg).await;
+    let last = MIGRATIONS.last().unwrap();
+    sql.execute(
+        "UPDATE queen.schema_versions SET checksum = 'edited' WHERE version = $1",
+        &[&last.version()],
+    )
+    .await
+    .unwrap();
+
+    // Act
+    let started = TestBroker::try_start_on(pg.clone(), &[]).await;
+
+    // Assert
+    let chain = format!("{:?}", started.err().expect("the start fails"));
+    assert!(
+        chain.contains("SchemaEdited") && chain.contains(last.file),
+        "{chain}"
+    );
+}
+
+/// A function file recorded with another text is applied again at the next start; one
+/// recorded by a broker whose migrations are newer (a newer release, during a rolling
+/// upgrade) is left as that broker defined it.
+#[actix_rt::test]
+async fn a_changed_function_file_is_applied_again_unless_a_newer_release_recorded_it() {
+    // Arrange: two functions whose definitions differ from their files, as another
+    // release's would; one recorded at this release's level, one at a newer one.
+    let pg = postgres::fresh_database().await;
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    let sql = connect(&pg).await;
+    let other = "CREATE OR REPLACE FUNCTION queen.get_maintenance_v1() RETURNS boolean
+                 LANGUAGE sql AS $$ SELECT NULL::boolean $$;
+                 CREATE OR REPLACE FUNCTION queen.sweeper_release_v1(p_holder text)
+                 RETURNS void LANGUAGE sql AS $$ SELECT $$;";
+    sql.batch_execute(other).await.unwrap();
+    sql.batch_execute(
+        "UPDATE queen.schema_functions SET checksum = 'other'
+             WHERE file = 'get_maintenance_v1.sql';
+         UPDATE queen.schema_functions SET checksum = 'newer', level = level + 1
+             WHERE file = 'sweeper_release_v1.sql';",
+    )
+    .await
+    .unwrap();
+    let newer_before = definition(&sql, "sweeper_release_v1").await;
+
+    // Act
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+
+    // Assert
+    let restored: String = sql
+        .query_one(
+            "SELECT checksum FROM queen.schema_functions WHERE file = 'get_maintenance_v1.sql'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let file = FUNCTIONS
+        .iter()
+        .find(|f| f.file == "get_maintenance_v1.sql")
+        .unwrap();
+    assert_eq!(restored, file.checksum());
+    assert!(
+        !definition(&sql, "get_maintenance_v1")
+            .await
+            .contains("NULL::boolean"),
+        "the changed file was not applied again"
+    );
+    assert_eq!(definition(&sql, "sweeper_release_v1").await, newer_before);
+}
+
 /// On an up-to-date database a start reads the history and nothing else: it starts while
-/// another session holds an exclusive lock on the segments table (the old installer's
-/// `ALTER TABLE` waited behind it), and records nothing again.
+/// another session holds an exclusive lock on the hottest tables, and records nothing
+/// again.
 #[actix_rt::test]
 async fn a_start_on_an_up_to_date_database_takes_no_table_lock() {
-    // Arrange: a migrated database, and a session holding the hottest table.
+    // Arrange: a migrated database, and a session holding the hottest tables.
     let pg = postgres::fresh_database().await;
     let first = TestBroker::start_on(pg.clone(), &[]).await;
     first.stop().await;
@@ -141,19 +305,17 @@ async fn a_start_on_an_up_to_date_database_takes_no_table_lock() {
 /// next start once the table is free.
 #[actix_rt::test]
 async fn a_pending_migration_blocked_by_a_held_table_gives_up_then_applies_later() {
-    // Arrange: 044 (it indexes dead_letters) is pending again, and dead_letters is held.
+    // Arrange: 065 (it comments a column of log_consumers) is pending again, and
+    // log_consumers is held.
     let pg = postgres::fresh_database().await;
     TestBroker::start_on(pg.clone(), &[]).await.stop().await;
     let sql = connect(&pg).await;
-    sql.execute(
-        "DELETE FROM queen.schema_migrations WHERE version = 44",
-        &[],
-    )
-    .await
-    .unwrap();
+    sql.execute("DELETE FROM queen.schema_versions WHERE version = 65", &[])
+        .await
+        .unwrap();
     let mut holder = connect(&pg).await;
     let tx = holder.transaction().await.unwrap();
-    tx.batch_execute("LOCK TABLE queen.dead_letters IN ACCESS EXCLUSIVE MODE")
+    tx.batch_execute("LOCK TABLE queen.log_consumers IN ACCESS EXCLUSIVE MODE")
         .await
         .unwrap();
 
@@ -173,14 +335,15 @@ async fn a_pending_migration_blocked_by_a_held_table_gives_up_then_applies_later
     let error = blocked.err().expect("the blocked start fails");
     let chain = format!("{error:?}");
     assert!(
-        chain.contains("lock timeout") || chain.contains("55P03"),
+        (chain.contains("lock timeout") || chain.contains("55P03"))
+            && chain.contains("065_drop_unused_functions.sql"),
         "{chain}"
     );
     assert!(gave_up_after >= Duration::from_secs(9), "{gave_up_after:?}");
     later.expect("the next start applies it").stop().await;
     let recorded: i64 = sql
         .query_one(
-            "SELECT count(*) FROM queen.schema_migrations WHERE version = 44",
+            "SELECT count(*) FROM queen.schema_versions WHERE version = 65",
             &[],
         )
         .await
@@ -205,7 +368,7 @@ async fn nodes_starting_together_apply_each_migration_once() {
     let sql = connect(&pg).await;
     let rows: Vec<(i32, i64)> = sql
         .query(
-            "SELECT version, count(*) FROM queen.schema_migrations GROUP BY version",
+            "SELECT version, count(*) FROM queen.schema_versions GROUP BY version",
             &[],
         )
         .await
@@ -213,11 +376,91 @@ async fn nodes_starting_together_apply_each_migration_once() {
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    assert_eq!(rows.len(), FILES.len());
+    assert_eq!(rows.len(), MIGRATIONS.len());
     assert!(rows.iter().all(|(_, n)| *n == 1), "{rows:?}");
+    assert_eq!(functions_recorded(&sql).await, FUNCTIONS.len() as i64);
     for start in starts {
         start.expect("every node starts").stop().await;
     }
+}
+
+/// Every function of the `queen` schema is defined exactly as its `sql/functions/` file
+/// defines it, and there is no function without a file: inside a transaction that is
+/// rolled back, every file is applied once more, and no definition (nor trigger) changes.
+async fn assert_functions_are_their_files(sql: &tokio_postgres::Client) {
+    let in_schema: BTreeSet<String> = sql
+        .query(
+            "SELECT p.proname::text FROM pg_proc p
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'queen'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let files: BTreeSet<String> = FUNCTIONS.iter().map(|f| f.stem().to_owned()).collect();
+    assert_eq!(
+        in_schema, files,
+        "functions in the schema against function files"
+    );
+    let before = definitions(sql).await;
+    sql.batch_execute("BEGIN; SET LOCAL check_function_bodies = off")
+        .await
+        .unwrap();
+    for file in FUNCTIONS {
+        sql.batch_execute(file.sql)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", file.file));
+    }
+    let after = definitions(sql).await;
+    sql.batch_execute("ROLLBACK").await.unwrap();
+    assert!(
+        before == after,
+        "definitions that differ from their files: {:#?}",
+        before.symmetric_difference(&after).collect::<Vec<_>>()
+    );
+}
+
+/// The definition of every function and trigger of the `queen` schema.
+async fn definitions(sql: &tokio_postgres::Client) -> BTreeSet<String> {
+    sql.query(
+        "SELECT pg_get_functiondef(p.oid) FROM pg_proc p
+         JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'queen'
+         UNION ALL
+         SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t
+         JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'queen' AND NOT t.tgisinternal",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+/// One function's definition.
+async fn definition(sql: &tokio_postgres::Client, name: &str) -> String {
+    sql.query_one(
+        "SELECT pg_get_functiondef(p.oid) FROM pg_proc p
+         JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = 'queen' AND p.proname = $1",
+        &[&name],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// The lines of [`DESCRIBE`].
+async fn describe(sql: &tokio_postgres::Client) -> BTreeSet<String> {
+    sql.query(DESCRIBE, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
 
 async fn connect(pg: &tokio_postgres::Config) -> tokio_postgres::Client {
@@ -239,19 +482,33 @@ async fn counts(sql: &tokio_postgres::Client) -> Vec<(String, i64)> {
     out
 }
 
-async fn history(sql: &tokio_postgres::Client) -> Vec<(i32, String, String)> {
+async fn functions_recorded(sql: &tokio_postgres::Client) -> i64 {
+    sql.query_one(
+        "SELECT count(DISTINCT file) FROM queen.schema_functions",
+        &[],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
+/// Both history tables, as rows of text.
+async fn history(sql: &tokio_postgres::Client) -> Vec<String> {
     sql.query(
-        "SELECT version, applied_on, checksum FROM queen.schema_migrations ORDER BY version",
+        "SELECT version || ' ' || checksum || ' ' || applied_at FROM queen.schema_versions
+         UNION ALL
+         SELECT file || ' ' || checksum || ' ' || level || ' ' || applied_at
+         FROM queen.schema_functions ORDER BY 1",
         &[],
     )
     .await
     .unwrap()
     .iter()
-    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .map(|r| r.get(0))
     .collect()
 }
 
-/// One segment through the old per-message dedup push (`log_push_v1`); the message ids.
+/// One message pushed through the broker.
 async fn push_one(b: &TestBroker, partition: &str, txn: &str) -> Value {
     let item =
         json!({"queue": "up", "partition": partition, "transactionId": txn, "payload": "again"});

@@ -1,4 +1,4 @@
-//! The admin (tier 2) endpoints' SQL: one wrapper per `queen.*_v1` function of `sql/030_*`
+//! The admin (tier 2) endpoints' SQL: one wrapper per `queen.*_v1` function of `sql/functions/`
 //! onwards, grouped by route family. Dashboard-shaped answers come back from SQL as one
 //! `jsonb` document (PostgreSQL builds them from the tables); rows that carry segment blobs
 //! come back as typed rows, because only the broker opens blobs.

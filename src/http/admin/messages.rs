@@ -5,7 +5,7 @@
 //! is the queue-mode view (`pending`, `processing`, `completed`); `busStatus` tells whether
 //! every other group is past the message. A delete erases the message's payload inside its
 //! segment (offsets stay dense, so the frame stays and can still be acked) and removes its
-//! dead letters: see `sql/040_message_erase.sql`.
+//! dead letters: see `sql/functions/message_segment_lock_v1.sql`.
 
 use std::collections::HashMap;
 

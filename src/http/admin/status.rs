@@ -1,6 +1,6 @@
 //! Status and analytics (contract §4.5): dashboard documents the client passes through.
 //!
-//! What the numbers mean (all from the tables, see `sql/042_status.sql`): `messages.total`
+//! What the numbers mean (all from the tables, see `sql/functions/status_queue_rows_v1.sql`): `messages.total`
 //! is every message ever appended; `pending`, `processing` and `completed` are relative to
 //! the queue-mode cursor; `deadLetter` counts stored dead letters; `pushed` counts messages
 //! appended in the window `[from, to]` (default: the last hour); `deadLettered` the dead

@@ -1,12 +1,15 @@
-//! Segments written the way brokers of earlier versions wrote them, through the SQL
-//! functions those brokers call (which stay installed for rolling upgrades).
+//! Segments written the way brokers of earlier versions wrote them: through the SQL
+//! function those brokers call where it is still installed, or as plain rows where the
+//! function is gone but its rows may still be stored.
 
 use queen::segment::{txn_hash, NewFrame, SegmentBlob, SegmentBuilder};
 use uuid::Uuid;
 
-/// One segment through the push from before transaction-id hashes (`log_push_v1`, which
-/// writes a dedup row per message); answers the message ids.
-pub async fn old_push_v1(
+/// One segment as brokers from before transaction-id hashes stored it: no hashes or keys
+/// on the segment, a legacy `queen.dedup` row per message (what their `log_push_v1` wrote;
+/// the function is gone, the rows it left are still read). Plain statements, so it works
+/// on every schema since; answers the message ids.
+pub async fn legacy_segment(
     sql: &tokio_postgres::Client,
     queue: &str,
     partition: &str,
@@ -16,18 +19,52 @@ pub async fn old_push_v1(
     let (blob, _) = segment(txns, &ids);
     let txn_ids: Vec<String> = txns.iter().map(|t| (*t).to_owned()).collect();
     sql.execute(
-        "SELECT * FROM queen.log_push_v1('', $1, $2, $3, $4, $5, $6, NULL)",
+        "INSERT INTO queen.queues (tenant, name) VALUES ('', $1) ON CONFLICT DO NOTHING",
+        &[&queue],
+    )
+    .await
+    .expect("legacy queue");
+    let row = sql
+        .query_one(
+            "INSERT INTO queen.log_partitions (queue_id, name)
+             SELECT id, $2 FROM queen.queues WHERE tenant = '' AND name = $1
+             ON CONFLICT (queue_id, name) DO UPDATE SET name = excluded.name
+             RETURNING id, last_offset",
+            &[&queue, &partition],
+        )
+        .await
+        .expect("legacy partition");
+    let (pid, last): (i64, i64) = (row.get(0), row.get(1));
+    let count = txns.len() as i64;
+    sql.execute(
+        "INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
+         SELECT $1, t.txn, $2 + t.ord, t.mid
+         FROM unnest($3::text[], $4::uuid[]) WITH ORDINALITY AS t (txn, mid, ord)",
+        &[&pid, &last, &txn_ids, &ids],
+    )
+    .await
+    .expect("legacy dedup rows");
+    sql.execute(
+        "INSERT INTO queen.log_segments
+             (partition_id, base_offset, end_offset, msg_count, created_at, codec, blob)
+         VALUES ($1, $2::bigint + 1, $2::bigint + $3::bigint, $4, clock_timestamp(), $5, $6)",
         &[
-            &queue,
-            &partition,
-            &txn_ids,
-            &ids,
-            &blob.bytes,
+            &pid,
+            &last,
+            &count,
+            &(txns.len() as i32),
             &blob.codec.as_i16(),
+            &blob.bytes,
         ],
     )
     .await
-    .expect("old log_push_v1 appends");
+    .expect("legacy segment");
+    sql.execute(
+        "UPDATE queen.log_partitions SET last_offset = $2::bigint + $3::bigint WHERE id = $1",
+        &[&pid, &last, &count],
+    )
+    .await
+    .expect("legacy partition offset");
     ids
 }
 

@@ -1,0 +1,197 @@
+-- queen.log_push_v3(p_tenant, p_queue, p_partition, p_known_last, p_default_window,
+--                   p_counts, p_codecs, p_blobs, p_keys_hi, p_keys_lo, p_producer)
+--   -> (stale, partition_id, last_offset, window_seconds, seg_base, seg_end, seg_age_ms,
+--       seg_keys_hi, seg_keys_lo, seg_hashes, seg_codec, seg_blob) rows
+--
+-- Appends segments to one partition, with transaction-id dedup decided by the broker
+-- against a window it keeps in memory. Creates the queue and partition rows when missing
+-- and locks the partition row. The queue's dedup window is dedup_window_seconds, or
+-- p_default_window when that is NULL; 0 turns dedup off.
+--
+-- p_known_last is the last offset whose transaction ids the broker already holds in its
+-- window for this partition (NULL: none). The broker has checked the new ids against them.
+-- When the partition's last_offset is the same (or the partition is empty, or dedup is
+-- off), that check is complete and this call appends:
+--   one segment per element of p_counts/p_codecs/p_blobs, at consecutive offsets, each
+--   with its slice of p_keys_hi/p_keys_lo (every message's 48-bit key, see queen.txn_key,
+--   in order), created_at never before the previous segment's (delayedProcessing and
+--   windowBuffer rely on it); last_offset/last_write_at bumped; one row: stale = false,
+--   the partition id, the last offset BEFORE the append, the window.
+-- Otherwise (other writers appended since) it writes NOTHING and answers stale = true: a
+-- first row with the partition id, its last offset and the window, then one row per
+-- segment above p_known_last created within the window, newest first, with its base and
+-- end offsets, its age in ms, and its ids as stored: key columns (seg_keys_hi,
+-- seg_keys_lo), or hashes (seg_hashes) for a segment an earlier broker wrote, or, for a
+-- segment with neither, its codec and blob, from which the broker reads the ids. The
+-- broker adds them to its window, checks again and calls again in the same transaction:
+-- the lock is still held, so the second answer is authoritative.
+--
+-- maxSize: when the queue's max_size is above 0, an append that would make the messages
+-- the queue stores (over its partitions, from the first stored segment's offset to
+-- last_offset, consumed or not, until retention deletes them) exceed max_size writes
+-- NOTHING and answers one row: stale = NULL, the partition id, last_offset = the messages
+-- stored now, window_seconds = max_size.
+--
+-- Bad input (arrays of unequal length, a count below 1, not one key per message) raises
+-- SQLSTATE 22023.
+-- Locks: the partition row FOR NO KEY UPDATE, held to the caller's COMMIT, so pushes to
+-- one partition are serialised and offsets stay dense. Not FOR UPDATE, which would conflict
+-- with the KEY SHARE lock a group's first pop takes when it inserts cursor rows. Callers
+-- appending to several partitions in one transaction lock them in a fixed order (queue,
+-- partition), so two such transactions cannot deadlock. With maxSize, a
+-- transaction-scoped advisory lock per queue, taken before the partition lock, serialises
+-- the queue's pushes. Creating rows fires queen.queues_limit_v1 and
+-- queen.partitions_limit_v1. No notifications.
+CREATE OR REPLACE FUNCTION queen.log_push_v3(
+    p_tenant         text,
+    p_queue          text,
+    p_partition      text,
+    p_known_last     bigint,
+    p_default_window integer,
+    p_counts         integer[],
+    p_codecs         smallint[],
+    p_blobs          bytea[],
+    p_keys_hi        integer[],
+    p_keys_lo        smallint[],
+    p_producer       text
+) RETURNS TABLE (
+    stale          boolean,
+    partition_id   bigint,
+    last_offset    bigint,
+    window_seconds integer,
+    seg_base       bigint,
+    seg_end        bigint,
+    seg_age_ms     bigint,
+    seg_keys_hi    integer[],
+    seg_keys_lo    smallint[],
+    seg_hashes     bigint[],
+    seg_codec      smallint,
+    seg_blob       bytea
+) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    v_qid     bigint;
+    v_window  integer;
+    v_pid     bigint;
+    v_last    bigint;
+    v_n       integer := coalesce(cardinality(p_counts), 0);
+    v_total   integer;
+    v_now     timestamptz := clock_timestamp();
+    v_created timestamptz;
+    v_prev_at timestamptz;
+    v_max     integer;
+    v_size    bigint;
+    r         record;
+BEGIN
+    SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
+    IF v_n = 0 OR v_n <> coalesce(cardinality(p_codecs), 0)
+       OR v_n <> coalesce(cardinality(p_blobs), 0)
+       OR v_total IS DISTINCT FROM cardinality(p_keys_hi)
+       OR v_total IS DISTINCT FROM cardinality(p_keys_lo)
+       OR EXISTS (SELECT 1 FROM unnest(p_counts) AS c WHERE c IS NULL OR c < 1) THEN
+        RAISE EXCEPTION 'log_push_v3: counts, codecs and blobs must be non-empty and equal, keys one per message'
+            USING ERRCODE = '22023';
+    END IF;
+
+    SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window)
+    INTO v_qid, v_window
+    FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+    IF v_qid IS NULL THEN
+        INSERT INTO queen.queues (tenant, name) VALUES (p_tenant, p_queue)
+        ON CONFLICT (tenant, name) DO NOTHING;
+        SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window)
+        INTO v_qid, v_window
+        FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+    END IF;
+    SELECT q.max_size INTO v_max FROM queen.queues q WHERE q.id = v_qid;
+    IF v_max > 0 THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended('queen.max_size/' || v_qid, 0));
+    END IF;
+
+    SELECT p.id, p.last_offset INTO v_pid, v_last
+    FROM queen.log_partitions p
+    WHERE p.queue_id = v_qid AND p.name = p_partition
+    FOR NO KEY UPDATE;
+    IF v_pid IS NULL THEN
+        INSERT INTO queen.log_partitions (queue_id, name) VALUES (v_qid, p_partition)
+        ON CONFLICT (queue_id, name) DO NOTHING;
+        SELECT p.id, p.last_offset INTO v_pid, v_last
+        FROM queen.log_partitions p
+        WHERE p.queue_id = v_qid AND p.name = p_partition
+        FOR NO KEY UPDATE;
+    END IF;
+
+    IF v_window > 0 AND v_last >= 0 AND v_last IS DISTINCT FROM p_known_last THEN
+        stale := true; partition_id := v_pid; last_offset := v_last;
+        window_seconds := v_window;
+        RETURN NEXT;
+        -- created_at grows with base_offset: walk back from the newest, stop at the window.
+        FOR r IN
+            SELECT s.base_offset, s.end_offset, s.created_at, s.codec, s.blob, s.txn_hashes,
+                   s.txn_keys_hi, s.txn_keys_lo
+            FROM queen.log_segments s
+            WHERE s.partition_id = v_pid
+              AND s.base_offset > CASE WHEN p_known_last <= v_last THEN p_known_last ELSE -1 END
+            ORDER BY s.base_offset DESC
+        LOOP
+            EXIT WHEN r.created_at < v_now - make_interval(secs => v_window);
+            seg_base := r.base_offset;
+            seg_end := r.end_offset;
+            seg_age_ms := (extract(epoch FROM (v_now - r.created_at)) * 1000)::bigint;
+            seg_keys_hi := r.txn_keys_hi;
+            seg_keys_lo := r.txn_keys_lo;
+            seg_hashes := r.txn_hashes;
+            seg_codec := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.codec END;
+            seg_blob := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.blob END;
+            RETURN NEXT;
+        END LOOP;
+        RETURN;
+    END IF;
+
+    IF v_max > 0 THEN
+        SELECT coalesce(sum(p.last_offset + 1 - coalesce(
+                   (SELECT s.base_offset FROM queen.log_segments s
+                    WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1),
+                   p.last_offset + 1)), 0)
+        INTO v_size
+        FROM queen.log_partitions p WHERE p.queue_id = v_qid;
+        IF v_size + v_total > v_max THEN
+            stale := NULL; partition_id := v_pid; last_offset := v_size;
+            window_seconds := v_max;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+
+    -- created_at must never go backwards within a partition (delayedProcessing and
+    -- windowBuffer rely on it); the lock above orders pushes, the GREATEST guards the clock.
+    SELECT s.created_at INTO v_prev_at
+    FROM queen.log_segments s
+    WHERE s.partition_id = v_pid
+    ORDER BY s.base_offset DESC
+    LIMIT 1;
+    v_created := GREATEST(v_now, v_prev_at);
+
+    INSERT INTO queen.log_segments
+        (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
+         txn_keys_hi, txn_keys_lo)
+    SELECT v_pid, v_last + 1 + t.before, v_last + t.before + t.cnt, t.cnt, v_created,
+           t.codec, p_producer, t.blob, p_keys_hi[t.before + 1 : t.before + t.cnt],
+           p_keys_lo[t.before + 1 : t.before + t.cnt]
+    FROM (
+        SELECT u.cnt, u.codec, u.blob,
+               coalesce(sum(u.cnt) OVER (ORDER BY u.k ROWS BETWEEN UNBOUNDED PRECEDING
+                                                        AND 1 PRECEDING), 0)::integer AS before
+        FROM unnest(p_counts, p_codecs, p_blobs) WITH ORDINALITY AS u (cnt, codec, blob, k)
+    ) t;
+
+    UPDATE queen.log_partitions p
+    SET last_offset = v_last + v_total,
+        last_write_at = date_trunc('second', v_created)
+    WHERE p.id = v_pid;
+
+    stale := false; partition_id := v_pid; last_offset := v_last;
+    window_seconds := v_window;
+    RETURN NEXT;
+END;
+$$;

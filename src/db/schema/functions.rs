@@ -1,0 +1,87 @@
+//! The function files: `sql/functions/`, each re-applied whenever its text changes.
+//!
+//! Each file is recorded with its checksum and the newest migration of the broker that
+//! applied it (its level). During a rolling upgrade both releases run: a node whose
+//! migrations are older than the level a file was recorded at leaves that file alone, so
+//! the newer release's definitions stay in place when an older node restarts. Two
+//! releases with the same newest migration would each apply their own text, so a release
+//! that edits a function file also adds a migration (README, "Schema migrations").
+
+use std::collections::HashMap;
+
+use tokio_postgres::Client;
+
+use super::files::{newest, SqlFile, FUNCTIONS};
+use super::history::failed;
+use crate::db::DbError;
+
+/// Where applied function files are recorded.
+pub const HISTORY: &str = "queen.schema_functions";
+
+/// Creates the history table when it is missing (under the lock).
+pub async fn create_history(client: &Client) -> Result<(), DbError> {
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {HISTORY} (
+                 file       text        PRIMARY KEY,
+                 checksum   text        NOT NULL,
+                 level      integer     NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )"
+        ))
+        .await
+        .map_err(failed("history"))
+}
+
+/// The embedded function files that are not recorded, or recorded with another text at a
+/// level this broker's migrations reach.
+pub async fn changed(client: &Client) -> Result<Vec<&'static SqlFile>, DbError> {
+    let recorded: HashMap<String, (String, i32)> = client
+        .query(&format!("SELECT file, checksum, level FROM {HISTORY}"), &[])
+        .await
+        .map_err(|e| DbError::query("schema", e))?
+        .iter()
+        .map(|row| (row.get(0), (row.get(1), row.get(2))))
+        .collect();
+    let level = newest();
+    Ok(FUNCTIONS
+        .iter()
+        .filter(|f| match recorded.get(f.file) {
+            None => true,
+            Some((sum, at)) => *sum != f.checksum() && *at <= level,
+        })
+        .collect())
+}
+
+/// Under the lock, after the migrations: applies every changed file and records it, all
+/// in one transaction, so a node sees either the old definitions or all the new ones.
+/// Bodies are not checked against each other while they are created
+/// (`check_function_bodies` off, as `pg_dump` restores them), so the files need no order.
+pub async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
+    let changed = changed(client).await?;
+    if changed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let level = newest();
+    let tx = client.transaction().await.map_err(failed("functions"))?;
+    tx.batch_execute("SET LOCAL check_function_bodies = off")
+        .await
+        .map_err(failed("functions"))?;
+    for file in &changed {
+        tx.batch_execute(file.sql)
+            .await
+            .map_err(failed(file.file))?;
+        tx.execute(
+            &format!(
+                "INSERT INTO {HISTORY} (file, checksum, level) VALUES ($1, $2, $3)
+                 ON CONFLICT (file) DO UPDATE
+                 SET checksum = excluded.checksum, level = excluded.level, applied_at = now()"
+            ),
+            &[&file.file, &file.checksum(), &level],
+        )
+        .await
+        .map_err(failed(file.file))?;
+    }
+    tx.commit().await.map_err(failed("functions"))?;
+    Ok(changed.iter().map(|f| f.file.to_owned()).collect())
+}
