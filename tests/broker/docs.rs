@@ -1,6 +1,7 @@
 //! The documents the code cites are in the repository: every "contract §N.N" and
-//! "decision 9.N" a source comment names has its section in `docs/wire-protocol.md`, and
-//! "the seed" is `docs/pop.md`.
+//! "decision 9.N" a source comment names has its section in `docs/wire-protocol.md`,
+//! "the seed" is `docs/pop.md`, and every `sql/` file or folder a source, a test or a
+//! document names exists.
 
 use std::path::{Path, PathBuf};
 
@@ -9,14 +10,45 @@ fn root() -> PathBuf {
 }
 
 fn sources(dir: &Path, out: &mut Vec<String>) {
+    files(dir, &["rs", "sql"], &mut |_, text| out.push(text));
+}
+
+/// Calls `each` with the path and text of every file under `dir` with one of `extensions`.
+fn files(dir: &Path, extensions: &[&str], each: &mut dyn FnMut(&Path, String)) {
     for entry in std::fs::read_dir(dir).expect("readable folder").flatten() {
         let path = entry.path();
         if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs" || e == "sql") {
-            out.push(std::fs::read_to_string(&path).unwrap_or_default());
+            files(&path, extensions, each);
+        } else if path
+            .extension()
+            .is_some_and(|e| extensions.iter().any(|x| e == *x))
+        {
+            each(&path, std::fs::read_to_string(&path).unwrap_or_default());
         }
     }
+}
+
+/// The `sql/...` paths `text` names: a word starting with `sql/` (not the tail of a longer
+/// path or word such as a metric label `/sql/list` or `postgresql/`), up to the first
+/// character a path does not hold, without a trailing full stop; patterns (`NNN_*`) are
+/// left out.
+fn sql_paths(text: &str) -> Vec<String> {
+    text.match_indices("sql/")
+        .filter(|(at, _)| {
+            text[..*at]
+                .chars()
+                .next_back()
+                .map_or(true, |c| !(c.is_alphanumeric() || "/_-".contains(c)))
+        })
+        .map(|(at, _)| {
+            let path: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "_-./*".contains(*c))
+                .collect();
+            path.trim_end_matches('.').to_owned()
+        })
+        .filter(|p| !p.contains('*') && !p.contains("NNN"))
+        .collect()
 }
 
 /// The `N.N` numbers following `marker` in `text`.
@@ -63,4 +95,57 @@ fn every_contract_section_and_decision_the_code_cites_is_in_docs() {
     );
     let seed = root().join("docs/pop.md");
     assert!(seed.is_file(), "the seed the code cites is docs/pop.md");
+}
+
+#[test]
+fn every_sql_path_a_source_test_or_document_names_exists() {
+    let mut missing = Vec::new();
+    let mut named = 0;
+    let mut check = |path: &Path, text: String| {
+        // The upgrade test's fixture is an old release's files, paths and all.
+        if path.starts_with(root().join("tests/broker/upgrade")) {
+            return;
+        }
+        for cited in sql_paths(&text) {
+            named += 1;
+            if !root().join(&cited).exists() {
+                missing.push(format!("{}: {cited}", path.display()));
+            }
+        }
+    };
+    for dir in [
+        "src", "sql", "tests", "docs", "bench", "benches", "helm", "cluster",
+    ] {
+        files(
+            &root().join(dir),
+            &["rs", "sql", "md", "sh", "yaml", "tpl"],
+            &mut check,
+        );
+    }
+    for doc in ["README.md", "BENCHMARKS.md"] {
+        let path = root().join(doc);
+        check(
+            &path,
+            std::fs::read_to_string(&path).expect("readable document"),
+        );
+    }
+    assert!(
+        named > 20,
+        "only {named} sql/ paths found: the scan is broken"
+    );
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "sql/ paths named but not in the repository: {missing:#?}"
+    );
+}
+
+#[test]
+fn sql_paths_are_read_whole_and_labels_are_not_paths() {
+    let text = "see `sql/functions/log_pop_v3.sql`. Also sql/migrations/, a label \
+                /sql/list, postgresql/data and sql/migrations/NNN_*.sql.";
+    assert_eq!(
+        sql_paths(text),
+        vec!["sql/functions/log_pop_v3.sql", "sql/migrations/"]
+    );
 }
