@@ -288,12 +288,27 @@ EOF
   fi
 }
 
+# A fast shutdown, then an immediate one if that fails. pg_ctl returns once the pid file is
+# gone, and the postmaster removes it on its way out, before the process has exited: under
+# load the process outlives pg_ctl by a moment, so wait for the process itself.
 stop_postgres() {
-  local bin="$1" data="$PG_DIR/data"
+  local bin="$1" data="$PG_DIR/data" pid
   [[ -f "$data/postmaster.pid" ]] || return 0
+  pid="$(head -n 1 "$data/postmaster.pid" 2>/dev/null || true)"
   say "stopping PostgreSQL"
-  as_pg "$bin/pg_ctl" stop --pgdata="$data" --mode=fast --wait --silent ||
-    warn "pg_ctl stop failed; see $PG_DIR/postgres.log"
+  if ! as_pg "$bin/pg_ctl" stop --pgdata="$data" --mode=fast --wait \
+    --timeout="$STOP_TIMEOUT_SECS" --silent; then
+    warn "pg_ctl stop failed; stopping it immediately (see $PG_DIR/postgres.log)"
+    as_pg "$bin/pg_ctl" stop --pgdata="$data" --mode=immediate --wait --silent || true
+  fi
+  local deadline=$((SECONDS + STOP_TIMEOUT_SECS))
+  while alive "$pid"; do
+    if ((SECONDS >= deadline)); then
+      warn "PostgreSQL (pid $pid) still running ${STOP_TIMEOUT_SECS}s after pg_ctl stop"
+      return 0
+    fi
+    sleep 0.1
+  done
 }
 
 # initdb and pg_ctl: in PATH, else the newest /usr/lib/postgresql/<version>/bin.
