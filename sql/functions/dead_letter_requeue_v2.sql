@@ -17,13 +17,17 @@
 --     are serialised and offsets stay dense);
 --   * deletes every dead letter of (partition, p_transaction_id), one per consumer group
 --     that filed it: the copy is delivered to every group, as any push is;
---   * appends the copy as one segment after last_offset, its txn_hashes holding
---     queen.txn_hash(p_new_transaction_id), created_at never before the previous segment's,
---     and bumps last_offset and last_write_at.
+--   * appends the copy as one segment after last_offset, its txn_keys_hi/txn_keys_lo
+--     holding queen.txn_key(p_new_transaction_id) as queen.log_push_v3 stores a key,
+--     created_at never before the previous segment's, and bumps last_offset and
+--     last_write_at.
 -- The original's offset, segment and stored ids are not touched. No dedup check: the new id
 -- is fresh (it holds a new UUIDv7). The brokers' dedup windows learn the segment as they
 -- learn any other writer's (queen.log_push_v3 answers stale and hands it over). Not counted
 -- against maxSize: a retry is an operator's act on a message the queue already held.
+-- That is also why it appends itself instead of calling queen.log_push_v3: the push would
+-- refuse a full queue, and with maxSize it takes the queue's advisory lock before the
+-- partition row, where this function must lock the row first (to find the dead letters).
 --
 -- Returns one row on success: the names, the copy's offset, the number of dead letters
 -- removed and retried_offset, the original's offset (the lowest removed). No row when the
@@ -54,6 +58,7 @@ DECLARE
     v_retried   bigint;
     v_prev_at   timestamptz;
     v_created   timestamptz;
+    v_key       bigint := queen.txn_key(p_new_transaction_id);
 BEGIN
     SELECT q.name, p.name, p.last_offset INTO v_queue, v_partition, v_last
     FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
@@ -73,7 +78,7 @@ BEGIN
         RETURN;
     END IF;
 
-    -- created_at must never go backwards within a partition (as in log_push_v2).
+    -- created_at must never go backwards within a partition (as in log_push_v3).
     SELECT s.created_at INTO v_prev_at
     FROM queen.log_segments s
     WHERE s.partition_id = p_partition_id
@@ -83,10 +88,13 @@ BEGIN
 
     INSERT INTO queen.log_segments
         (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
-         txn_hashes)
+         txn_keys_hi, txn_keys_lo)
     VALUES
         (p_partition_id, v_last + 1, v_last + 1, 1, v_created, p_codec, p_producer, p_blob,
-         ARRAY[queen.txn_hash(p_new_transaction_id)]);
+         -- hi: the key's upper 32 bits; lo: its low 16 bits as a signed int2 (the XOR and
+         -- subtraction sign-extend them), as queen.segment_txn_keys reads them back.
+         ARRAY[(v_key >> 16)::integer],
+         ARRAY[(((v_key & 65535) # 32768) - 32768)::smallint]);
 
     UPDATE queen.log_partitions p
     SET last_offset = v_last + 1,

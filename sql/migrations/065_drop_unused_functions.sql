@@ -5,14 +5,21 @@
 -- log_push_v1 (the push before segments carried transaction-id hashes), log_pop_v2 (the
 -- claim before log_pop_v3), log_ack_v1 (the ack before log_ack_v2), log_lease_extend_v1
 -- and lease_require_v1 (before tenants), dead_letter_requeue_v1 (before
--- dead_letter_requeue_v2). The releases that called them are two or more back, which no
--- rolling upgrade runs beside this one (README, "Schema migrations").
+-- dead_letter_requeue_v2), log_push_v2 (the push that stored 64-bit hashes, before
+-- log_push_v3 and its 48-bit keys; the previous release, which created log_push_v3, calls
+-- only that one, and queen.dead_letter_requeue_v2 now stores keys itself). The releases
+-- that called them are two or more back, which no rolling upgrade runs beside this one
+-- (README, "Schema migrations"). Segments log_push_v2 wrote keep their txn_hashes, which
+-- every reader still takes.
 --
 -- Also words the comment of log_consumers.failed_count after where the charge lives now.
 -- Takes only the functions' catalog locks; no data; no notifications.
 
 DROP FUNCTION IF EXISTS queen.log_push_v1(p_tenant text, p_queue text, p_partition text,
     p_txn_ids text[], p_msg_ids uuid[], p_blob bytea, p_codec smallint, p_producer text);
+DROP FUNCTION IF EXISTS queen.log_push_v2(p_tenant text, p_queue text, p_partition text,
+    p_known_last bigint, p_default_window integer, p_counts integer[], p_codecs smallint[],
+    p_blobs bytea[], p_hashes bigint[], p_producer text);
 DROP FUNCTION IF EXISTS queen.log_pop_v2(p_qid bigint, p_pid bigint, p_group text,
     p_worker text, p_budget integer, p_lease_seconds integer, p_auto_ack boolean,
     p_sub_mode text, p_sub_from timestamp with time zone, p_skip_window boolean,

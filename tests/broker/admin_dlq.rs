@@ -4,7 +4,9 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::fixtures::{configure, entry, numbers, sql_count};
+use queen::segment::txn_key;
+
+use crate::support::fixtures::{configure, entry, numbers, partition_id, sql_count};
 use crate::support::{payloads, TestBroker};
 
 /// Pushes `["dead", 1, 2]` to a queue with retry limit 1 and fails the first message twice,
@@ -117,6 +119,33 @@ async fn retrying_a_dead_letter_brings_it_back_to_a_consumer_and_out_of_the_dlq(
     let (again, again_body) = b.post_raw(&path, "application/json", Vec::new()).await;
     assert_eq!(again, StatusCode::NOT_FOUND);
     assert_eq!(again_body["error"], "Message not found");
+
+    // The copy is stored under its own id's key, as a push stores one: a push of that id
+    // is a duplicate, and the lookup by id finds the copy.
+    let copy = body["transactionId"].as_str().unwrap();
+    let pid = partition_id(&dead);
+    let stored: (bool, Vec<i64>) = {
+        let row = b
+            .sql()
+            .await
+            .query_one(
+                "SELECT s.txn_hashes IS NULL,
+                        queen.segment_txn_keys(s.txn_hashes, s.txn_keys_hi, s.txn_keys_lo)
+                 FROM queen.log_segments s WHERE s.partition_id = $1 AND s.base_offset = 3",
+                &[&pid],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(stored, (true, vec![txn_key(copy)]));
+    let item = json!({"queue": "dlq-retry", "partition": "Default", "transactionId": copy,
+                      "payload": 9});
+    let (_, pushed) = b.post("/api/v1/push", &json!({ "items": [item] })).await;
+    assert_eq!(pushed[0]["status"], "duplicate", "{pushed}");
+    let (found_status, found) = b.get(&format!("/api/v1/messages/{pid}/{copy}")).await;
+    assert!(found_status.is_success(), "{found}");
+    assert_eq!(found["payload"], json!({"dead": true}), "{found}");
 }
 
 /// Retrying an unknown message is a 404, a malformed partition id a 400; neither stores.

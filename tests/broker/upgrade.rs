@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use queen::db::schema::{FUNCTIONS, MIGRATIONS};
 
-use crate::support::old_writers::{legacy_segment, old_push_v2};
+use crate::support::old_writers::{hashed_segment, legacy_segment};
 use crate::support::{payloads, postgres, TestBroker};
 
 /// Every `sql/` file of main at d5ce15b, concatenated in order, and refinery's history of
@@ -51,7 +51,7 @@ async fn a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing() {
         .await
         .expect("old schema applies");
     let legacy_ids = legacy_segment(&sql, "up", "legacy", &["a", "b", "c"]).await;
-    old_push_v2(&sql, "up", "p2", None, &["x0", "x1", "x2", "x3"]).await;
+    hashed_segment(&sql, "up", "p2", &["x0", "x1", "x2", "x3"]).await;
     sql.batch_execute(
         "INSERT INTO queen.consumer_groups_metadata (consumer_group, queue_id)
              SELECT 'g', id FROM queen.queues WHERE name = 'up';

@@ -103,7 +103,6 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_pop_v1.sql"),
     function!("log_pop_v3.sql"),
     function!("log_pop_wildcard_bin_v1.sql"),
-    function!("log_push_v2.sql"),
     function!("log_push_v3.sql"),
     function!("log_register_group_at_v1.sql"),
     function!("log_register_group_v1.sql"),

@@ -18,12 +18,51 @@ pub async fn legacy_segment(
     let ids: Vec<Uuid> = txns.iter().map(|_| Uuid::now_v7()).collect();
     let (blob, _) = segment(txns, &ids);
     let txn_ids: Vec<String> = txns.iter().map(|t| (*t).to_owned()).collect();
+    let (pid, last) = append_row(sql, queue, partition, &blob, None).await;
+    sql.execute(
+        "INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
+         SELECT $1, t.txn, $2 + t.ord, t.mid
+         FROM unnest($3::text[], $4::uuid[]) WITH ORDINALITY AS t (txn, mid, ord)",
+        &[&pid, &last, &txn_ids, &ids],
+    )
+    .await
+    .expect("legacy dedup rows");
+    ids
+}
+
+/// One segment as brokers of the release before 48-bit keys stored it: the 64-bit hash of
+/// every message's transaction id in `txn_hashes` (what their `log_push_v2` wrote; the
+/// function is gone, the segments it wrote are still read). Plain statements, so it works
+/// on every schema since; answers the message ids.
+pub async fn hashed_segment(
+    sql: &tokio_postgres::Client,
+    queue: &str,
+    partition: &str,
+    txns: &[&str],
+) -> Vec<Uuid> {
+    let ids: Vec<Uuid> = txns.iter().map(|_| Uuid::now_v7()).collect();
+    let (blob, hashes) = segment(txns, &ids);
+    append_row(sql, queue, partition, &blob, Some(&hashes)).await;
+    ids
+}
+
+/// Appends `blob` as one segment row after the partition's last offset (creating the
+/// queue and partition rows when missing), with `hashes` as its `txn_hashes`, created_at
+/// never before the previous segment's; bumps last_offset and last_write_at. Answers the
+/// partition id and its last offset before the append.
+async fn append_row(
+    sql: &tokio_postgres::Client,
+    queue: &str,
+    partition: &str,
+    blob: &SegmentBlob,
+    hashes: Option<&[i64]>,
+) -> (i64, i64) {
     sql.execute(
         "INSERT INTO queen.queues (tenant, name) VALUES ('', $1) ON CONFLICT DO NOTHING",
         &[&queue],
     )
     .await
-    .expect("legacy queue");
+    .expect("old writer's queue");
     let row = sql
         .query_one(
             "INSERT INTO queen.log_partitions (queue_id, name)
@@ -33,74 +72,37 @@ pub async fn legacy_segment(
             &[&queue, &partition],
         )
         .await
-        .expect("legacy partition");
+        .expect("old writer's partition");
     let (pid, last): (i64, i64) = (row.get(0), row.get(1));
-    let count = txns.len() as i64;
-    sql.execute(
-        "INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
-         SELECT $1, t.txn, $2 + t.ord, t.mid
-         FROM unnest($3::text[], $4::uuid[]) WITH ORDINALITY AS t (txn, mid, ord)",
-        &[&pid, &last, &txn_ids, &ids],
-    )
-    .await
-    .expect("legacy dedup rows");
+    let count = i64::from(blob.count);
     sql.execute(
         "INSERT INTO queen.log_segments
-             (partition_id, base_offset, end_offset, msg_count, created_at, codec, blob)
-         VALUES ($1, $2::bigint + 1, $2::bigint + $3::bigint, $4, clock_timestamp(), $5, $6)",
+             (partition_id, base_offset, end_offset, msg_count, created_at, codec, blob,
+              txn_hashes)
+         SELECT $1, $2::bigint + 1, $2::bigint + $3::bigint, $3::bigint::integer,
+                GREATEST(clock_timestamp(), (SELECT max(s.created_at) FROM queen.log_segments s
+                                             WHERE s.partition_id = $1)),
+                $4, $5, $6",
         &[
             &pid,
             &last,
             &count,
-            &(txns.len() as i32),
             &blob.codec.as_i16(),
             &blob.bytes,
+            &hashes,
         ],
     )
     .await
-    .expect("legacy segment");
+    .expect("old writer's segment");
     sql.execute(
-        "UPDATE queen.log_partitions SET last_offset = $2::bigint + $3::bigint WHERE id = $1",
+        "UPDATE queen.log_partitions
+         SET last_offset = $2::bigint + $3::bigint, last_write_at = date_trunc('second', now())
+         WHERE id = $1",
         &[&pid, &last, &count],
     )
     .await
-    .expect("legacy partition offset");
-    ids
-}
-
-/// One segment through the push that stores 64-bit hashes (`log_push_v2`), after
-/// `known_last` (the partition's last offset, `None` for a new partition); answers the
-/// message ids. Panics when the function answered stale instead of appending.
-pub async fn old_push_v2(
-    sql: &tokio_postgres::Client,
-    queue: &str,
-    partition: &str,
-    known_last: Option<i64>,
-    txns: &[&str],
-) -> Vec<Uuid> {
-    let ids: Vec<Uuid> = txns.iter().map(|_| Uuid::now_v7()).collect();
-    let (blob, hashes) = segment(txns, &ids);
-    let row = sql
-        .query_one(
-            "SELECT stale FROM queen.log_push_v2('', $1, $2, $3, 300, $4, $5, $6, $7, NULL)",
-            &[
-                &queue,
-                &partition,
-                &known_last,
-                &vec![blob.count as i32],
-                &vec![blob.codec.as_i16()],
-                &vec![blob.bytes.clone()],
-                &hashes,
-            ],
-        )
-        .await
-        .expect("old log_push_v2 appends");
-    assert_eq!(
-        row.get::<_, Option<bool>>(0),
-        Some(false),
-        "log_push_v2 appended"
-    );
-    ids
+    .expect("old writer's partition offset");
+    (pid, last)
 }
 
 /// A segment whose payloads are the transaction ids as JSON strings, and the ids' hashes.
