@@ -120,6 +120,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("queue_metrics_v1.sql"),
     function!("queues_limit_v1.sql"),
     function!("resource_queue_v1.sql"),
+    function!("resources_grouped_v1.sql"),
     function!("resources_namespaces_v1.sql"),
     function!("resources_overview_v1.sql"),
     function!("resources_partitions_v1.sql"),
