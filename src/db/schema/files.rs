@@ -132,6 +132,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("segment_txn_keys.sql"),
     function!("set_maintenance_v1.sql"),
     function!("set_push_maintenance_v1.sql"),
+    function!("set_switch_v1.sql"),
     function!("status_analytics_v1.sql"),
     function!("status_queue_rows_v1.sql"),
     function!("status_queue_v1.sql"),
