@@ -8,14 +8,13 @@
 -- and a push naming no partition lands in it. A partition that exists already passes too.
 --
 -- Locks: the transaction-scoped advisory lock 'queen.limit.partitions/<queue id>' before it
--- counts. Over the limit it raises SQLSTATE QLIMT; the caller's transaction rolls back.
+-- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the caller's transaction rolls back.
 -- The rationale shared by the three limit triggers is in queen.tenant_limit_v1.
 -- No notifications.
 CREATE OR REPLACE FUNCTION queen.partitions_limit_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_max   integer := queen.tenant_limit_v1('queen.max_partitions');
-    v_count bigint;
+    v_max integer := queen.tenant_limit_v1('queen.max_partitions');
 BEGIN
     -- Every queue may have its Default partition besides the limit: configure creates it
     -- (configuring a queue whose named partitions are at the limit must still work).
@@ -23,16 +22,12 @@ BEGIN
         RETURN NEW;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.partitions/' || NEW.queue_id, 0));
-    PERFORM 1 FROM queen.log_partitions p WHERE p.queue_id = NEW.queue_id AND p.name = NEW.name;
-    IF FOUND THEN
-        RETURN NEW;
-    END IF;
-    SELECT count(*) INTO v_count FROM queen.log_partitions p
-    WHERE p.queue_id = NEW.queue_id AND p.name <> 'Default';
-    IF v_count >= v_max THEN
-        RAISE EXCEPTION 'tenant limit reached: at most % partitions per queue (QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE)', v_max
-            USING ERRCODE = 'QLIMT';
-    END IF;
+    PERFORM queen.tenant_limit_check_v1(v_max,
+        EXISTS (SELECT 1 FROM queen.log_partitions p
+                WHERE p.queue_id = NEW.queue_id AND p.name = NEW.name),
+        (SELECT count(*) FROM queen.log_partitions p
+         WHERE p.queue_id = NEW.queue_id AND p.name <> 'Default'),
+        'partitions per queue (QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE)');
     RETURN NEW;
 END;
 $$;

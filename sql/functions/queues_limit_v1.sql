@@ -6,28 +6,22 @@
 -- INSERT ... ON CONFLICT DO NOTHING of a known name) passes.
 --
 -- Locks: the transaction-scoped advisory lock 'queen.limit.queues/<tenant>' before it
--- counts. Over the limit it raises SQLSTATE QLIMT; the caller's transaction rolls back.
+-- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the caller's transaction rolls back.
 -- See queen.tenant_limit_v1 for how the limits reach PostgreSQL and why they are triggers.
 -- No notifications.
 CREATE OR REPLACE FUNCTION queen.queues_limit_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_max   integer := queen.tenant_limit_v1('queen.max_queues');
-    v_count bigint;
+    v_max integer := queen.tenant_limit_v1('queen.max_queues');
 BEGIN
     IF v_max IS NULL THEN
         RETURN NEW;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.queues/' || NEW.tenant, 0));
-    PERFORM 1 FROM queen.queues q WHERE q.tenant = NEW.tenant AND q.name = NEW.name;
-    IF FOUND THEN
-        RETURN NEW;
-    END IF;
-    SELECT count(*) INTO v_count FROM queen.queues q WHERE q.tenant = NEW.tenant;
-    IF v_count >= v_max THEN
-        RAISE EXCEPTION 'tenant limit reached: at most % queues (QUEEN_TENANT_MAX_QUEUES)', v_max
-            USING ERRCODE = 'QLIMT';
-    END IF;
+    PERFORM queen.tenant_limit_check_v1(v_max,
+        EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = NEW.tenant AND q.name = NEW.name),
+        (SELECT count(*) FROM queen.queues q WHERE q.tenant = NEW.tenant),
+        'queues (QUEEN_TENANT_MAX_QUEUES)');
     RETURN NEW;
 END;
 $$;

@@ -140,6 +140,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("status_v1.sql"),
     function!("sweeper_lease_v1.sql"),
     function!("sweeper_release_v1.sql"),
+    function!("tenant_limit_check_v1.sql"),
     function!("tenant_limit_v1.sql"),
     function!("trace_add_v1.sql"),
     function!("trace_names_v1.sql"),
