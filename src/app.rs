@@ -218,7 +218,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         config.retention.actor_idle_stop,
     );
     let pool_size = config.database.pool_size as usize;
-    let broker = Arc::new(Broker {
+    let broker = Arc::new_cyclic(|this| Broker {
         db,
         limiter: Limiter::new(pool_size, 2.min(pool_size), pool_size),
         registry,
@@ -230,6 +230,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         config: Arc::new(config.clone()),
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
+        this: this.clone(),
         encrypted_queues: Default::default(),
         dedup: DedupWindows::new(config.push.dedup_max_entries),
         leases: Default::default(),
@@ -238,7 +239,6 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             window: config.push.combine_window,
         }),
     });
-    broker.push_combiner.start(&broker);
     mesh.listen(
         mesh_listener,
         Arc::new(BrokerInbox(Arc::downgrade(&broker))),

@@ -3,7 +3,7 @@
 //! the peer mesh.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +56,9 @@ pub struct Broker {
     pub leases: LeaseBook,
     /// The writers that combine concurrent pushes into shared commits.
     pub push_combiner: PushCombiner,
+    /// This broker, held weakly (a strong handle would keep it alive for ever): what the
+    /// push writers, tasks of their own, take a handle from.
+    pub this: Weak<Broker>,
     /// Cancelled when the broker starts to stop: parked pops answer empty at once and
     /// readiness turns false, so a load balancer sends new work elsewhere.
     pub draining: CancellationToken,
@@ -69,6 +72,11 @@ impl Broker {
             .acquire(self.config.database.pool_timeout)
             .await
             .ok_or_else(|| self.db.exhausted())
+    }
+
+    /// A handle to this broker, for a task of its own; `None` once it is being dropped.
+    pub fn handle(&self) -> Option<Arc<Broker>> {
+        self.this.upgrade()
     }
 
     /// True once the broker has begun to stop.

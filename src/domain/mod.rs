@@ -1,11 +1,14 @@
-//! Pure types with no I/O: validated names, identifiers and queue options.
+//! Pure types with no I/O: validated names, identifiers, queue options and what a push
+//! carries.
 //!
 //! Input is parsed into these types at the HTTP edge so inner code never re-checks strings.
 
 pub mod names;
 pub mod options;
+pub mod push;
 pub mod push_limits;
 
 pub use names::{ConsumerGroup, NameError, PartitionName, QueueName, Tenant, QUEUE_MODE};
 pub use options::{OptionError, QueueOptions};
+pub use push::{PrebuiltSegment, PushItem, PushOutcome, PushStatus};
 pub use push_limits::{LimitError, PushLimits, PushTally};

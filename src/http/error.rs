@@ -13,7 +13,7 @@ use serde_json::json;
 use tracing::{error, warn};
 
 use crate::db::DbError;
-use crate::log::push::PushError;
+use crate::log::push::error::PushError;
 use crate::log::transaction::TransactionError;
 
 /// A request that ends in an error answer.

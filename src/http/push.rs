@@ -15,8 +15,9 @@ use super::binary::qpb1;
 use super::json_field::JsonField;
 use super::json_out::{number, optional_string, string};
 use super::{read_body, ApiError, AppState};
-use crate::domain::{NameError, PartitionName, PushLimits, PushTally, QueueName};
-use crate::log::push::{PushItem, PushOutcome, PushStatus};
+use crate::domain::{
+    NameError, PartitionName, PushItem, PushLimits, PushOutcome, PushStatus, PushTally, QueueName,
+};
 use crate::spool::intake::{self, Accepted};
 
 /// Largest transaction id: the stored frame's `u16` length prefix.

@@ -1,5 +1,5 @@
-//! Encrypted queues (`encryptionEnabled`): which queues seal their payloads at rest, and the
-//! sealing of a push's payloads before its segments are built.
+//! Encrypted queues (`encryptionEnabled`): which queues seal their payloads at rest, as
+//! this node last read it. The sealing itself is the push path's (`log::push::seal`).
 //!
 //! Whether a queue is encrypted is a queue option in PostgreSQL; every push would otherwise
 //! read it, so each node keeps what it read for [`REMEMBER_FOR`]. A configure on this node
@@ -10,12 +10,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use uuid::Uuid;
-
-use crate::broker::Broker;
-use crate::db::{queues, DbError};
+use crate::db::{queues, Db, DbError};
 use crate::domain::{QueueName, Tenant};
-use crate::log::push::{PushError, PushItem};
 
 /// How long a node trusts what it read about a queue's encryption.
 pub const REMEMBER_FOR: Duration = Duration::from_secs(5);
@@ -42,7 +38,7 @@ impl EncryptedQueues {
     /// True when `queue` seals its payloads (a queue that does not exist yet does not).
     pub async fn is_encrypted(
         &self,
-        broker: &Broker,
+        db: &Db,
         tenant: &Tenant,
         queue: &QueueName,
     ) -> Result<bool, DbError> {
@@ -52,7 +48,7 @@ impl EncryptedQueues {
                 return Ok(*on);
             }
         }
-        let mut conn = broker.db.conn().await?;
+        let mut conn = db.conn().await?;
         let on = queues::encryption_enabled(&mut conn, tenant.as_str(), queue.as_str()).await?;
         let mut known = self.known.lock().expect("cache lock");
         known.map.insert(key, (on, Instant::now()));
@@ -84,39 +80,4 @@ impl EncryptedQueues {
             .map
             .remove(&(tenant.clone(), queue.clone()));
     }
-}
-
-/// The sealed payload of every item bound for an encrypted queue (`None` for the others),
-/// in item order.
-pub async fn seal_payloads(
-    broker: &Broker,
-    tenant: &Tenant,
-    items: &[PushItem],
-    message_ids: &[Uuid],
-) -> Result<Vec<Option<Vec<u8>>>, PushError> {
-    let mut encrypted: HashMap<&QueueName, bool> = HashMap::new();
-    for item in items {
-        if !encrypted.contains_key(&item.queue) {
-            let on = broker
-                .encrypted_queues
-                .is_encrypted(broker, tenant, &item.queue)
-                .await?;
-            encrypted.insert(&item.queue, on);
-        }
-    }
-    if !encrypted.values().any(|on| *on) {
-        return Ok(vec![None; items.len()]);
-    }
-    let key = broker.config.push.payload_key.as_ref();
-    items
-        .iter()
-        .zip(message_ids)
-        .map(|(item, id)| match (encrypted[&item.queue], key) {
-            (false, _) => Ok(None),
-            (true, Some(key)) => Ok(Some(key.seal(id, &item.payload))),
-            (true, None) => Err(PushError::NoKey {
-                queue: item.queue.as_str().to_owned(),
-            }),
-        })
-        .collect()
 }

@@ -4,7 +4,7 @@
 //! The bundle arrives parsed (from the JSON body today, from the binary `QTB1` body later),
 //! so this file owns only the meaning: lease borrowing, the flat result index space, what
 //! rolls a bundle back, and telling the actors after the commit. Push and ack semantics are
-//! exactly [`push::stage`] and [`ack::stage`], the same code `/api/v1/push` and
+//! exactly [`stage`] and [`ack::stage`], the same code `/api/v1/push` and
 //! `/api/v1/ack` run.
 
 use tracing::{debug, instrument, warn};
@@ -14,9 +14,13 @@ use crate::broker::Broker;
 use crate::db::ack::AckVerdict;
 use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
-use crate::domain::{ConsumerGroup, Tenant};
+use crate::domain::{ConsumerGroup, PushItem, PushOutcome, Tenant};
 use crate::log::ack::{self, Ack};
-use crate::log::push::{self, PreparedPush, PushError, PushItem, PushOutcome};
+use crate::log::push::announce;
+use crate::log::push::error::PushError;
+use crate::log::push::prepare;
+use crate::log::push::prepared::PreparedPush;
+use crate::log::push::stage::stage;
 
 mod plan;
 
@@ -149,9 +153,7 @@ pub async fn apply(
     let mut prepared: Vec<Option<PreparedPush>> = Vec::with_capacity(plan.steps.len());
     for step in &plan.steps {
         prepared.push(match step {
-            Step::Push { items, .. } => {
-                Some(push::prepare(broker, tenant, items, Vec::new()).await?)
-            }
+            Step::Push { items, .. } => Some(prepare(broker, tenant, items, Vec::new()).await?),
             Step::Acks { .. } => None,
         });
     }
@@ -255,7 +257,7 @@ async fn apply_plan(
         match step {
             Step::Push { first, items } => {
                 let prepared = prepared.as_ref().expect("every push step was prepared");
-                match push::stage(tx, broker, tenant, items, prepared, zstd_level).await {
+                match stage(tx, broker, tenant, items, prepared, zstd_level).await {
                     Ok(outcomes) => {
                         // All or nothing: an item refused for maxSize refuses the bundle.
                         if let Some((index, error)) = outcomes
@@ -313,7 +315,7 @@ fn announce(broker: &Broker, tenant: &Tenant, plan: &Plan, results: &[OpResult])
                         OpResult::Acked { .. } => None,
                     })
                     .collect();
-                push::announce(broker, tenant, items, &outcomes);
+                announce::announce(broker, tenant, items, &outcomes);
             }
             Step::Acks { first, group, acks } => {
                 let verdicts: Vec<AckVerdict> = results[*first..first + acks.len()]

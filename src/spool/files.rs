@@ -144,8 +144,7 @@ pub enum ReadError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{PartitionName, QueueName, Tenant};
-    use crate::log::push::PushItem;
+    use crate::domain::{PartitionName, PushItem, QueueName, Tenant};
 
     fn one(n: u32) -> Vec<u8> {
         let item = PushItem {

@@ -16,8 +16,9 @@ use uuid::Uuid;
 
 use super::{Spool, SpoolError};
 use crate::broker::Broker;
-use crate::domain::Tenant;
-use crate::log::push::{prepare, push_prepared, PrebuiltSegment, PushError, PushItem, PushOutcome};
+use crate::domain::{PrebuiltSegment, PushItem, PushOutcome, Tenant};
+use crate::log::push::error::PushError;
+use crate::log::push::{prepare, push_prepared};
 
 /// How a push was accepted.
 #[derive(Debug)]

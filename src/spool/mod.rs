@@ -35,8 +35,7 @@ use tracing::info;
 use uuid::Uuid;
 
 use crate::config::SpoolConfig;
-use crate::domain::{PartitionName, QueueName, Tenant};
-use crate::log::push::PushItem;
+use crate::domain::{PartitionName, PushItem, QueueName, Tenant};
 
 pub mod away;
 mod error;

@@ -24,8 +24,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::domain::{PartitionName, QueueName, Tenant};
-use crate::log::push::PushItem;
+use crate::domain::{PartitionName, PushItem, QueueName, Tenant};
 
 /// Bytes of a record's frame before its body: length and CRC.
 pub const FRAME_HEADER: usize = 8;

@@ -22,9 +22,12 @@ use super::state::{keys_of, SpoolStats};
 use super::Spool;
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
-use crate::log::push::{
-    announce, prepare_with_ids, stage_many, PreparedPush, PushError, PushStatus, Staged,
-};
+use crate::domain::PushStatus;
+use crate::log::push::announce::announce;
+use crate::log::push::error::PushError;
+use crate::log::push::prepare_with_ids;
+use crate::log::push::prepared::{PreparedPush, Staged};
+use crate::log::push::stage::stage_many;
 
 /// Records one replay transaction takes at most.
 const BATCH_RECORDS: usize = 64;

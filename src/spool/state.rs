@@ -13,8 +13,7 @@ use tokio::sync::Notify;
 use tracing::warn;
 
 use super::files;
-use crate::domain::{PartitionName, QueueName, Tenant};
-use crate::log::push::PushItem;
+use crate::domain::{PartitionName, PushItem, QueueName, Tenant};
 
 /// A partition as the spool counts it.
 pub type PartitionKey = (Tenant, QueueName, PartitionName);

@@ -14,7 +14,7 @@ use uuid::Uuid;
 pub use super::error::BinaryError;
 use super::reader::Reader;
 use crate::domain::{PartitionName, PushLimits, PushTally, QueueName};
-use crate::log::push::{PrebuiltSegment, PushItem};
+use crate::domain::{PrebuiltSegment, PushItem};
 use crate::segment::{FrameError, FrameIter, StoredFrame};
 
 /// The magic of a binary push body.

@@ -13,14 +13,15 @@ use std::time::Duration;
 
 use tracing::debug;
 
+use super::error::PushError;
+use super::prepared::Staged;
 use super::window::{DedupWindows, Hit, Learned, WindowKey};
-use super::{PushError, PushItem, PushOutcome, PushStatus, Staged};
 use crate::broker::Broker;
 use crate::db::push::single_append::{self, Appended};
 use crate::db::push::{AppendOutcome, NewSegment, PartitionAppend, WindowSegment};
 use crate::db::transaction::DataTransaction;
 use crate::db::PgConn;
-use crate::domain::{PartitionName, QueueName, Tenant};
+use crate::domain::{PartitionName, PushItem, PushOutcome, PushStatus, QueueName, Tenant};
 use crate::metrics::Metrics;
 use crate::segment::{open_blob, txn_key, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
 

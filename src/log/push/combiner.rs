@@ -23,21 +23,16 @@
 //! A writer is a task of its own, not its first request's handler: a client that leaves
 //! mid-push drops only its own handler, never a batch that holds others' pushes.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
-use tracing::debug;
 
-use super::{
-    announce, stage_many, store_committed, PreparedPush, PushError, PushItem, PushOutcome, Staged,
-};
-use crate::broker::Broker;
-use crate::db::transaction::DataTransaction;
-use crate::domain::Tenant;
-use crate::metrics::Metrics;
+use super::error::PushError;
+use super::prepared::PreparedPush;
+use crate::domain::{PushItem, PushOutcome, Tenant};
 
 /// Most requests one combined transaction takes (bounds its lock set and its latency).
 pub const MAX_REQUESTS: usize = 64;
@@ -58,12 +53,10 @@ pub struct CombineConfig {
     pub window: Duration,
 }
 
-/// The queue of pushes waiting for a writer, and the writers running.
+/// The queue of pushes waiting for a writer, and the writers running. It only keeps the
+/// books: the writers themselves (`log::push::writers`) store what it hands them.
 pub struct PushCombiner {
     queue: Mutex<Queue>,
-    /// The broker the writers write with, set by [`start`](Self::start); weak, since the
-    /// broker holds the combiner.
-    broker: OnceLock<Weak<Broker>>,
     /// Hashes partitions into [`Partitions`] keys.
     hasher: std::collections::hash_map::RandomState,
     config: CombineConfig,
@@ -93,33 +86,37 @@ impl Queue {
 }
 
 /// A push handed back to its caller when the writers cannot take it.
-type SharedPush = (Arc<Vec<PushItem>>, Arc<PreparedPush>);
+pub(super) type SharedPush = (Arc<Vec<PushItem>>, Arc<PreparedPush>);
 
 /// What a request gets back.
-type Reply = Result<Vec<PushOutcome>, PushError>;
+pub(super) type Reply = Result<Vec<PushOutcome>, PushError>;
 
-struct Job {
-    tenant: Tenant,
-    items: Arc<Vec<PushItem>>,
-    prepared: Arc<PreparedPush>,
-    partitions: Partitions,
-    reply: oneshot::Sender<Reply>,
+/// One queued push and where its answer goes.
+pub(super) struct Job {
+    pub(super) tenant: Tenant,
+    pub(super) items: Arc<Vec<PushItem>>,
+    pub(super) prepared: Arc<PreparedPush>,
+    pub(super) partitions: Partitions,
+    pub(super) reply: oneshot::Sender<Reply>,
+}
+
+/// What [`PushCombiner::enqueue`] made of a push.
+pub(super) struct Queued {
+    /// The push itself when it may be written now: the caller starts a writer with it
+    /// (the writer's slot and the push's partitions are already taken).
+    pub(super) first: Option<Job>,
+    /// Where the push's answer arrives.
+    pub(super) answer: oneshot::Receiver<Reply>,
 }
 
 impl PushCombiner {
-    /// A combiner that takes pushes once [`start`](Self::start) gave it its broker.
+    /// A combiner with no push waiting and no writer running.
     pub fn new(config: CombineConfig) -> Self {
         Self {
             queue: Mutex::new(Queue::default()),
-            broker: OnceLock::new(),
             hasher: Default::default(),
             config,
         }
-    }
-
-    /// Gives the combiner the broker its writers write with.
-    pub fn start(&self, broker: &Arc<Broker>) {
-        let _ = self.broker.set(Arc::downgrade(broker));
     }
 
     /// True when pushes go through the writers.
@@ -127,20 +124,15 @@ impl PushCombiner {
         self.config.writers > 0
     }
 
-    /// Queues a prepared push, starts a writer on this thread if the push may be written
-    /// now (see the module's doc), and waits for the commit that holds the push. `Err`
-    /// hands the push back when combining is off, the combiner has no broker (not started,
-    /// or stopping) or the queue is full: the caller stores it itself.
-    pub(super) async fn submit(
+    /// Queues a prepared push (see the module's doc): [`Queued::first`] holds it when it
+    /// may be written now, by a writer the caller starts. `Err` hands the push back when
+    /// the queue is full: the caller stores it itself.
+    pub(super) fn enqueue(
         &self,
         tenant: &Tenant,
         items: Arc<Vec<PushItem>>,
         prepared: Arc<PreparedPush>,
-    ) -> Result<Reply, SharedPush> {
-        let broker = match self.broker.get().and_then(Weak::upgrade) {
-            Some(broker) if self.is_on() => broker,
-            _ => return Err((items, prepared)),
-        };
+    ) -> Result<Queued, SharedPush> {
         let partitions = self.partitions(tenant, &items);
         let (reply, answer) = oneshot::channel();
         let job = Job {
@@ -163,20 +155,12 @@ impl PushCombiner {
                 return Err((job.items, job.prepared));
             }
         };
-        if let Some(job) = first {
-            let writer = Writer {
-                broker,
-                slot: true,
-                held: job.partitions.clone(),
-            };
-            // On an HTTP worker (a single-threaded runtime) this runs on the same thread.
-            tokio::spawn(write_loop(writer, vec![job]));
-        }
-        match answer.await {
-            Ok(reply) => Ok(reply),
-            // The writer died with the job (a panic, or the runtime is stopping).
-            Err(_) => Ok(Err(PushError::Stopped)),
-        }
+        Ok(Queued { first, answer })
+    }
+
+    /// How long a writer waits for more requests after its first one.
+    pub(super) fn window(&self) -> Duration {
+        self.config.window
     }
 
     /// The distinct partitions of `items` (consecutive items mostly share one).
@@ -208,7 +192,7 @@ impl PushCombiner {
     /// [`more`](Self::more)). `None`, with the writer's slot given back under the same
     /// lock pushes are queued under (so no push is left without a writer), when there is
     /// none.
-    fn next_batch(&self, writer: &mut Writer) -> Option<Vec<Job>> {
+    pub(super) fn next_batch(&self, writer: &mut Writer) -> Option<Vec<Job>> {
         let mut queue = self.lock();
         for partition in writer.held.drain(..) {
             queue.held.remove(&partition);
@@ -224,8 +208,20 @@ impl PushCombiner {
 
     /// What `writer`, holding a batch of `requests` requests and `messages` messages, may
     /// add to it.
-    fn more(&self, writer: &mut Writer, requests: usize, messages: usize) -> Vec<Job> {
+    pub(super) fn more(&self, writer: &mut Writer, requests: usize, messages: usize) -> Vec<Job> {
         take(&mut self.lock(), writer, requests, messages)
+    }
+
+    /// Gives back what a writer that ended without [`next_batch`](Self::next_batch) (a
+    /// panic) still holds: its slot and its partitions.
+    pub(super) fn give_back(&self, writer: &Writer) {
+        if writer.slot {
+            let mut queue = self.lock();
+            queue.writers -= 1;
+            for partition in &writer.held {
+                queue.held.remove(partition);
+            }
+        }
     }
 }
 
@@ -263,133 +259,20 @@ fn take(queue: &mut Queue, writer: &mut Writer, requests: usize, messages: usize
     batch
 }
 
-/// A running writer: holds its slot in [`Queue::writers`] until
+/// A writer's share of the books: its slot in [`Queue::writers`], held until
 /// [`PushCombiner::next_batch`] gives it back, and the partitions of the batch it writes.
-/// One that ends any other way (a panic) gives both back when dropped, so neither is lost.
-struct Writer {
-    broker: Arc<Broker>,
+pub(super) struct Writer {
     slot: bool,
     held: Vec<u64>,
 }
 
-impl Drop for Writer {
-    fn drop(&mut self) {
-        if self.slot {
-            let mut queue = self.broker.push_combiner.lock();
-            queue.writers -= 1;
-            for partition in &self.held {
-                queue.held.remove(partition);
-            }
+impl Writer {
+    /// The books of a writer started with `first` (as [`PushCombiner::enqueue`] handed it
+    /// over: slot and partitions taken).
+    pub(super) fn of(first: &Job) -> Self {
+        Self {
+            slot: true,
+            held: first.partitions.clone(),
         }
     }
-}
-
-/// Writes `first` (after the combining window, with what else it may take by then), then
-/// what gathered meanwhile, until nothing it may take waits.
-async fn write_loop(mut writer: Writer, first: Vec<Job>) {
-    let broker = writer.broker.clone();
-    let combiner = &broker.push_combiner;
-    let mut batch = first;
-    loop {
-        if !combiner.config.window.is_zero() {
-            tokio::time::sleep(combiner.config.window).await;
-            batch.extend(combiner.more(&mut writer, batch.len(), messages(&batch)));
-        }
-        if !batch.is_empty() {
-            write_batch(&broker, batch).await;
-        }
-        match combiner.next_batch(&mut writer) {
-            Some(next) => batch = next,
-            None => return,
-        }
-    }
-}
-
-/// Messages in `batch`.
-fn messages(batch: &[Job]) -> usize {
-    batch.iter().map(|job| job.items.len()).sum()
-}
-
-/// Stores a batch in one transaction, or request by request if that fails.
-async fn write_batch(broker: &Broker, batch: Vec<Job>) {
-    Metrics::bump_by(&broker.metrics.push_requests, batch.len() as u64);
-    match store(broker, &batch).await {
-        Ok(outcomes) => {
-            for (job, outcomes) in batch.into_iter().zip(outcomes) {
-                answer(broker, job, Ok(outcomes));
-            }
-        }
-        Err(error) if batch.len() == 1 => {
-            let job = batch.into_iter().next().expect("one job");
-            answer(broker, job, Err(error));
-        }
-        Err(error) => {
-            debug!(error = %error, requests = batch.len(), "combined push failed; storing its requests one by one");
-            for job in batch {
-                let reply = store(broker, std::slice::from_ref(&job))
-                    .await
-                    .map(|mut outcomes| outcomes.pop().expect("one request's outcomes"));
-                answer(broker, job, reply);
-            }
-        }
-    }
-}
-
-/// Answers `job`'s request; a stored push is announced first (dedup window, wakes).
-fn answer(broker: &Broker, job: Job, reply: Reply) {
-    if let Ok(outcomes) = &reply {
-        announce(broker, &job.tenant, &job.items, outcomes);
-    }
-    let _ = job.reply.send(reply);
-}
-
-/// One transaction for `jobs`, tenants in a fixed order (so two writers lock partitions in
-/// the same order); outcomes per job.
-async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, PushError> {
-    let mut by_tenant: BTreeMap<&Tenant, Vec<usize>> = BTreeMap::new();
-    for (k, job) in jobs.iter().enumerate() {
-        by_tenant.entry(&job.tenant).or_default().push(k);
-    }
-    let zstd_level = broker.config.push.zstd_level;
-    let mut conn = broker.db.conn().await?;
-    let result = async {
-        if let (1, Some((tenant, ks))) = (by_tenant.len(), by_tenant.first_key_value()) {
-            let staged = staged_of(jobs, ks);
-            let stored = store_committed(&mut conn, broker, tenant, &staged, zstd_level).await?;
-            return Ok(stored.into_iter().map(Some).collect());
-        }
-        let tx = DataTransaction::begin(&mut conn).await?;
-        let mut outcomes: Vec<Option<Vec<PushOutcome>>> = vec![None; jobs.len()];
-        for (tenant, ks) in &by_tenant {
-            let staged = staged_of(jobs, ks);
-            let per = stage_many(&tx, broker, tenant, &staged, zstd_level).await?;
-            for (&k, o) in ks.iter().zip(per) {
-                outcomes[k] = Some(o);
-            }
-        }
-        tx.commit().await?;
-        Ok::<_, PushError>(outcomes)
-    }
-    .await;
-    match result {
-        Ok(outcomes) => {
-            Metrics::bump(&broker.metrics.push_commits);
-            Ok(outcomes
-                .into_iter()
-                .map(|o| o.expect("every job belongs to one tenant"))
-                .collect())
-        }
-        Err(PushError::Db(error)) => Err(PushError::Db(conn.note(error))),
-        Err(other) => Err(other),
-    }
-}
-
-/// The jobs `ks` as requests to stage together.
-fn staged_of<'a>(jobs: &'a [Job], ks: &[usize]) -> Vec<Staged<'a>> {
-    ks.iter()
-        .map(|&k| Staged {
-            items: &jobs[k].items,
-            prepared: &jobs[k].prepared,
-        })
-        .collect()
 }

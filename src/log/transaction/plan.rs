@@ -4,8 +4,8 @@
 
 use super::{Bundle, Operation};
 use crate::domain::ConsumerGroup;
+use crate::domain::PushItem;
 use crate::log::ack::Ack;
-use crate::log::push::PushItem;
 
 /// The bundle with leases resolved: what each step does and where its slots start.
 pub(super) struct Plan {
