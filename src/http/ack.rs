@@ -6,9 +6,11 @@ use std::borrow::Cow;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 
+use super::body::{parse_json, read_body};
+use super::error::ApiError;
 use super::json_field::JsonField;
 use super::json_out::{boolean, number, optional_string, string};
-use super::{parse_json, read_body, ApiError, AppState};
+use super::state::AppState;
 use crate::db::ack::AckVerdict;
 use crate::domain::ConsumerGroup;
 use crate::log::ack::{ack, Ack};

@@ -6,7 +6,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{parse_json, read_body, ApiError, AppState};
+use super::body::{parse_json, read_body};
+use super::error::ApiError;
+use super::state::AppState;
 use crate::broker::MIN_POP_WAIT_IN_USE;
 use crate::db::queues::configure as store;
 use crate::domain::{QueueName, QueueOptions};

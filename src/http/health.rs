@@ -7,7 +7,7 @@ use actix_web::{web, HttpResponse};
 use serde_json::json;
 use tracing::warn;
 
-use super::AppState;
+use super::state::AppState;
 use crate::db::queues::ping;
 
 /// `GET /health/live`: the process serves requests.

@@ -5,7 +5,9 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
-use super::{read_body, ApiError, AppState};
+use super::body::read_body;
+use super::error::ApiError;
+use super::state::AppState;
 use crate::db::lease::extend as extend_lease;
 
 /// Longest accepted extension (one day).

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use tracing::warn;
 
-use super::AppState;
+use super::state::AppState;
 use crate::db::admin::status::{every_tenant_groups, queue_metrics};
 use crate::db::admin::{groups, resources};
 use crate::domain::Tenant;

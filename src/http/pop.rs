@@ -12,8 +12,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 
 use super::binary::qpf1;
+use super::error::ApiError;
 use super::query::Query;
-use super::{ApiError, AppState};
+use super::state::AppState;
 use crate::config::LimitsConfig;
 use crate::domain::{ConsumerGroup, PartitionName, QueueName};
 use crate::log::groups::conflation_policy;

@@ -12,9 +12,11 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::binary::qpb1;
+use super::body::read_body;
+use super::error::ApiError;
 use super::json_field::JsonField;
 use super::json_out::{number, optional_string, string};
-use super::{read_body, ApiError, AppState};
+use super::state::AppState;
 use crate::domain::{
     NameError, PartitionName, PushItem, PushLimits, PushOutcome, PushStatus, PushTally, QueueName,
 };

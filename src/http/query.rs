@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::ApiError;
+use super::error::ApiError;
 
 /// A request's query parameters (the last value of a repeated key wins).
 pub struct Query(HashMap<String, String>);

@@ -2,10 +2,9 @@
 //! document, the access rules): a route added to a table and forgotten elsewhere fails them.
 
 /// The route tables, as compiled.
-pub const TABLES: [(&str, &str); 3] = [
-    ("src/http/mod.rs", include_str!("mod.rs")),
+pub const TABLES: [(&str, &str); 2] = [
+    ("src/http/routes.rs", include_str!("routes.rs")),
     ("src/http/admin/mod.rs", include_str!("admin/mod.rs")),
-    ("src/http/console/mod.rs", include_str!("console/mod.rs")),
 ];
 
 /// `(method, path)` of every `web::resource(..).route(web::<method>()..)` in a table.

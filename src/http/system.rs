@@ -7,7 +7,9 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 
-use super::{parse_json, read_body, ApiError, AppState};
+use super::body::{parse_json, read_body};
+use super::error::ApiError;
+use super::state::AppState;
 use crate::db::system;
 
 /// Reads the switch as this node sees it.

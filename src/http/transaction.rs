@@ -11,8 +11,10 @@ use serde_json::{json, Value};
 
 use super::ack::{self, RawAck};
 use super::binary::qtb1;
+use super::body::{parse_json, read_body};
+use super::error::ApiError;
 use super::push::{self, RawItem};
-use super::{parse_json, read_body, ApiError, AppState};
+use super::state::AppState;
 use crate::log::transaction::{apply, Bundle, BundleAck, BundleOutcome, OpResult, Operation};
 
 #[derive(Deserialize)]

@@ -18,8 +18,9 @@ use crate::actors::ring::PartitionRef;
 use crate::actors::wake_gate::WakeSource;
 use crate::db::admin::dlq as db;
 use crate::domain::{PartitionName, QueueName};
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::{ApiError, AppState};
+use crate::http::state::AppState;
 use crate::segment::{NewFrame, PayloadKey, SegmentBuilder};
 
 /// Default page size (the client's default).

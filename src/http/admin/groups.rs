@@ -15,8 +15,10 @@ use super::{group_name, queue_name, timestamp};
 use crate::actors::ring::PartitionRef;
 use crate::actors::wake_gate::WakeSource;
 use crate::db::admin::groups as db;
+use crate::http::body::{parse_json, read_body};
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::{parse_json, read_body, ApiError, AppState};
+use crate::http::state::AppState;
 
 /// Default of `minLagSeconds` (the client's default).
 const DEFAULT_MIN_LAG_SECONDS: u64 = 60;

@@ -4,8 +4,8 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
 use crate::domain::{ConsumerGroup, QueueName};
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::ApiError;
 
 /// A queue name from the path (400 when it is not a valid name).
 pub(crate) fn queue_name(raw: &str) -> Result<QueueName, ApiError> {

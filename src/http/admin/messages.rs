@@ -16,8 +16,9 @@ use tracing::instrument;
 use super::{frame_at, iso, optional_timestamp, partition_id, queue_name, transaction_id};
 use crate::db::admin::messages as db;
 use crate::domain::PartitionName;
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::{ApiError, AppState};
+use crate::http::state::AppState;
 use crate::segment::{
     open_blob, slice_frames, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder,
 };

@@ -18,7 +18,7 @@ mod stored;
 
 use actix_web::web;
 
-use super::method_not_allowed;
+use super::fallback::method_not_allowed;
 pub(crate) use input::{
     group_name, optional_timestamp, partition_id, queue_name, timestamp, transaction_id,
 };

@@ -13,8 +13,9 @@ use tracing::{info, instrument};
 
 use super::{group_name, queue_name};
 use crate::db::admin::resources as db;
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::{ApiError, AppState};
+use crate::http::state::AppState;
 
 /// Default page size of the listings.
 const DEFAULT_LIMIT: u64 = 100;

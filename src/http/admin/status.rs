@@ -16,8 +16,9 @@ use tracing::instrument;
 
 use super::{optional_timestamp, queue_name};
 use crate::db::admin::status as db;
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::{ApiError, AppState};
+use crate::http::state::AppState;
 
 /// The window when `from` is not given: the last hour.
 const DEFAULT_WINDOW_SECS: i64 = 3600;

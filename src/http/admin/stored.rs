@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::http::ApiError;
+use crate::http::error::ApiError;
 use crate::segment::frame::FLAG_ENCRYPTED;
 use crate::segment::{open_blob, slice_frames, Codec, PayloadKey, SealError};
 

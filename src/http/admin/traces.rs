@@ -8,8 +8,10 @@ use tracing::instrument;
 
 use super::{group_name, optional_timestamp, partition_id, transaction_id};
 use crate::db::admin::traces as db;
+use crate::http::body::{parse_json, read_body};
+use crate::http::error::ApiError;
 use crate::http::query::Query;
-use crate::http::{parse_json, read_body, ApiError, AppState};
+use crate::http::state::AppState;
 
 /// Longest trace name, event type or worker id, in bytes.
 const MAX_LABEL_BYTES: usize = 256;

@@ -9,7 +9,7 @@
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
-use super::{method_not_allowed, ApiError};
+use super::error::ApiError;
 
 /// The compiled-in files: name under `/console/assets/`, content type, bytes.
 const ASSETS: [(&str, &str, &[u8]); 4] = [
@@ -37,25 +37,6 @@ const ASSETS: [(&str, &str, &[u8]); 4] = [
 
 /// The page every console path answers (the script picks the view from the path).
 const INDEX: &[u8] = include_bytes!("assets/index.html");
-
-/// The console's routes. `/console/assets/{file}` is registered before the catch-all.
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/")
-            .route(web::get().to(index))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .service(
-        web::resource("/console/assets/{file}")
-            .route(web::get().to(asset))
-            .default_service(web::to(method_not_allowed)),
-    )
-    .service(
-        web::resource(["/console", "/console/{view:.*}"])
-            .route(web::get().to(page))
-            .default_service(web::to(method_not_allowed)),
-    );
-}
 
 /// `GET /`: the console's overview.
 #[utoipa::path(

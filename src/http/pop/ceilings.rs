@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::super::ApiError;
 use crate::config::LimitsConfig;
+use crate::http::error::ApiError;
 use crate::log::pop::PopRequest;
 
 /// The default batch and long-poll deadline, each lowered to its ceiling.
