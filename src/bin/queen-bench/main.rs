@@ -24,6 +24,7 @@ mod run;
 mod spawn;
 mod stats;
 mod system;
+mod table;
 mod verify;
 mod wire;
 mod workload;
@@ -69,7 +70,7 @@ async fn run_and_write(args: args::RunArgs, command: String) -> anyhow::Result<(
         r = run::run(&args, command) => r?,
         _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted"),
     };
-    print!("{}", result.render());
+    print!("{}", table::render(&result));
     if let Some(path) = &args.out {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
