@@ -3,7 +3,8 @@
 //! # Map
 //!
 //! - [`config`]: the typed settings tree, read once from the environment.
-//! - [`domain`]: validated names and options, no I/O.
+//! - [`domain`]: validated names and options, and what a push carries (items, verdicts);
+//!   no I/O.
 //! - [`segment`]: the stored-record format: frames, and zstd blobs built on push and
 //!   sliced on pop. PostgreSQL never looks inside a blob.
 //! - [`db`]: the only module that speaks SQL: pool, embedded PostgreSQL launcher, schema
@@ -12,10 +13,12 @@
 //!   ring, revisit wheel and wake gate; the registry that finds them.
 //! - [`log`]: the partition log's operations as handlers use them: push, pop (planned by
 //!   the group actor, with the long-poll backoff), ack.
-//! - [`http`]: routes, bodies, and the one place that maps errors to answers; `http::admin`
+//! - [`http`]: the route table (`http::routes`), the handlers' state, bodies, and the one
+//!   place that maps errors to answers; `http::admin`
 //!   holds the tier 2 admin endpoints (groups, DLQ, messages, resources, status, traces),
 //!   whose SQL wrappers are in `db::admin`.
-//! - [`broker`]: the shared parts handed to handlers; [`limiter`]: the Vegas limit around
+//! - [`broker`]: the shared parts handed to handlers (it holds the log's and the spool's
+//!   state, whose types never name it back); [`limiter`]: the Vegas limit around
 //!   database work; [`metrics`]: counters; [`maintenance`]: the cluster-wide pop switch.
 //! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config
 //!   changed, maintenance changed) that wake other nodes' group actors before any claim.
