@@ -10,7 +10,8 @@
 //! - [`db`]: the only module that speaks SQL: pool, embedded PostgreSQL launcher, schema
 //!   installer, one Rust function per SQL function.
 //! - [`actors`]: one group actor per (tenant, queue, consumer group) owning its hot-list
-//!   ring, revisit wheel and wake gate; the registry that finds them.
+//!   ring, revisit wheel and wake gate; the registry that finds or starts them, and the
+//!   directory of their addresses that both use.
 //! - [`log`]: the partition log's operations as handlers use them: push, pop (planned by
 //!   the group actor, with the long-poll backoff), ack.
 //! - [`http`]: the route table (`http::routes`), the handlers' state, bodies, and the one

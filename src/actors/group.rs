@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
-use super::registry::Registry;
+use super::directory::Directory;
 use super::ring::{PartitionRef, Ring};
 use super::wake_gate::{WakeGate, WakeSource};
 use super::wheel::Wheel;
@@ -35,7 +35,8 @@ const MAX_LEGACY_HINTS: usize = 256;
 /// The actor.
 pub struct GroupActor {
     key: GroupKey,
-    registry: Arc<Registry>,
+    /// Where the registry listed this actor; it crosses itself out there when it stops.
+    directory: Arc<Directory<GroupActor>>,
     metrics: Arc<Metrics>,
     hotlist: bool,
     reseed_every: Duration,
@@ -62,18 +63,20 @@ pub struct GroupActor {
 }
 
 impl GroupActor {
-    /// A fresh actor: nothing known, so the first pop reseeds.
+    /// A fresh actor: nothing known, so the first pop reseeds. `directory` is where it is
+    /// listed (it crosses itself out on stopping); `hotlist`, `reseed_every` and
+    /// `idle_stop` are the registry's settings.
     pub fn new(
         key: GroupKey,
-        registry: Arc<Registry>,
+        directory: Arc<Directory<GroupActor>>,
+        metrics: Arc<Metrics>,
         hotlist: bool,
         reseed_every: Duration,
+        idle_stop: Duration,
     ) -> Self {
-        let metrics = registry.metrics().clone();
-        let idle_stop = registry.idle_stop();
         GroupActor {
             key,
-            registry,
+            directory,
             metrics,
             hotlist,
             reseed_every,
@@ -150,7 +153,7 @@ impl Actor for GroupActor {
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
-        self.registry.forget(&self.key, &ctx.address());
+        self.directory.forget(&self.key, &ctx.address());
     }
 }
 

@@ -1,11 +1,13 @@
 //! Actors: one [`group::GroupActor`] per (tenant, queue, consumer group), found through the
-//! [`registry::Registry`].
+//! [`registry::Registry`], which lists their addresses in a [`directory::Directory`] (an
+//! actor crosses itself out there when it stops, so it never needs the registry).
 //!
 //! A group actor owns that group's hot-list [`ring`], its revisit [`wheel`] and its
 //! [`wake_gate`]. Pushes (local, and later peer hints) feed the ring and open the gate; a
 //! pop asks the actor for a plan, does the database work itself, and checks every lent
 //! candidate back in. The actors never touch the database.
 
+pub mod directory;
 pub mod group;
 pub mod registry;
 pub mod ring;
