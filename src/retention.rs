@@ -17,6 +17,7 @@ use crate::broker::Broker;
 use crate::config::RetentionConfig;
 use crate::db::retention::{self, Budget};
 use crate::db::DbError;
+use crate::metrics::retention::QueueSwept;
 
 /// A lease outlives this many intervals without renewal: the holder renews at each of its
 /// runs, so one late run does not hand the sweep over, and a dead holder's turn passes on
@@ -97,7 +98,13 @@ async fn sweep(broker: &Broker, config: &RetentionConfig, holder: &str) -> Resul
         let Some(batch) = batch else {
             return Ok(false);
         };
-        stats.segments(&batch.removed);
+        stats.segments(batch.removed.iter().map(|r| QueueSwept {
+            tenant: &r.tenant,
+            queue: &r.queue,
+            segments: r.segments,
+            bytes: r.bytes,
+            dedup_rows: r.dedup_rows,
+        }));
         for r in &batch.removed {
             info!(tenant = %r.tenant, queue = %r.queue, segments = r.segments, bytes = r.bytes, "retention removed segments");
         }
@@ -122,7 +129,7 @@ async fn sweep(broker: &Broker, config: &RetentionConfig, holder: &str) -> Resul
         let Some(removed) = removed else {
             return Ok(false);
         };
-        stats.rows(removed);
+        stats.rows(removed.first, removed.second);
         if removed.first.max(removed.second) < i64::from(config.batch) {
             break;
         }
@@ -144,7 +151,7 @@ async fn sweep(broker: &Broker, config: &RetentionConfig, holder: &str) -> Resul
             let Some(removed) = removed else {
                 return Ok(false);
             };
-            stats.idle(removed);
+            stats.idle(removed.first, removed.second);
             if removed.first < i64::from(config.batch) {
                 break;
             }

@@ -8,7 +8,22 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::db::retention::{RowsRemoved, SegmentsRemoved};
+/// What one batch of segment retention removed from one partition of a queue, as plain
+/// numbers: the sweeper converts the database's answer, so these counters know nothing of
+/// it. Negative counts are read as none.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueSwept<'a> {
+    /// The queue's tenant.
+    pub tenant: &'a str,
+    /// The queue.
+    pub queue: &'a str,
+    /// Segments deleted.
+    pub segments: i64,
+    /// Stored bytes of those segments.
+    pub bytes: i64,
+    /// Legacy `queen.dedup` rows of their offsets.
+    pub dedup_rows: i64,
+}
 
 /// The sweeper's counters (a mutex: written once per batch, read per scrape).
 #[derive(Debug, Default)]
@@ -42,8 +57,8 @@ impl SweepStats {
             .expect("sweep stats lock is never poisoned"))
     }
 
-    /// Counts a batch of segment retention.
-    pub fn segments(&self, removed: &[SegmentsRemoved]) {
+    /// Counts a batch of segment retention, one item per partition deleted from.
+    pub fn segments<'a>(&self, removed: impl IntoIterator<Item = QueueSwept<'a>>) {
         self.with(|s| {
             for r in removed {
                 let (segments, bytes) = (r.segments.max(0) as u64, r.bytes.max(0) as u64);
@@ -52,7 +67,7 @@ impl SweepStats {
                 s.dedup_rows += r.dedup_rows.max(0) as u64;
                 let q = s
                     .queues
-                    .entry((r.tenant.clone(), r.queue.clone()))
+                    .entry((r.tenant.to_owned(), r.queue.to_owned()))
                     .or_default();
                 q.0 += segments;
                 q.1 += bytes;
@@ -60,19 +75,20 @@ impl SweepStats {
         });
     }
 
-    /// Counts a batch of dead-letter and trace expiry.
-    pub fn rows(&self, removed: RowsRemoved) {
+    /// Counts a batch of dead-letter and trace expiry (negative counts are read as none).
+    pub fn rows(&self, dead_letters: i64, traces: i64) {
         self.with(|s| {
-            s.dead_letters += removed.first.max(0) as u64;
-            s.traces += removed.second.max(0) as u64;
+            s.dead_letters += dead_letters.max(0) as u64;
+            s.traces += traces.max(0) as u64;
         });
     }
 
-    /// Counts a batch of idle clean-up.
-    pub fn idle(&self, removed: RowsRemoved) {
+    /// Counts a batch of idle clean-up: empty partitions and idle groups' cursors removed
+    /// (negative counts are read as none).
+    pub fn idle(&self, partitions: i64, cursors: i64) {
         self.with(|s| {
-            s.partitions += removed.first.max(0) as u64;
-            s.cursors += removed.second.max(0) as u64;
+            s.partitions += partitions.max(0) as u64;
+            s.cursors += cursors.max(0) as u64;
         });
     }
 
