@@ -21,7 +21,7 @@ use super::state::AppState;
 use crate::db::admin::status::{every_tenant_groups, queue_metrics};
 use crate::db::admin::{groups, resources};
 use crate::domain::Tenant;
-use crate::metrics::exposition::{render, FromDatabase};
+use crate::metrics::exposition::{render, FromDatabase, QueueGauges};
 
 /// `GET /metrics`.
 #[utoipa::path(
@@ -81,6 +81,16 @@ async fn from_database(
     if !tenant.is_default() {
         queues.retain(|q| q.tenant == tenant.as_str());
     }
+    let queues = queues
+        .into_iter()
+        .map(|q| QueueGauges {
+            tenant: q.tenant,
+            queue: q.queue,
+            depth: q.depth,
+            lag_seconds: q.lag_seconds,
+            throughput: q.throughput,
+        })
+        .collect();
     if tenant.is_default() {
         let (groups, dead) = every_tenant_groups(&mut conn).await?;
         let dead_letters = dead

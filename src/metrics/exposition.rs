@@ -13,19 +13,34 @@ use serde_json::Value;
 use tracing::warn;
 
 use super::latency::latency;
-use crate::db::admin::status::QueueMetrics;
 use families::{Family, COUNTERS, GAUGES};
 
 /// What the database adds to a scrape.
 #[derive(Debug, Default)]
 pub struct FromDatabase {
     /// Every queue's depth, lag and pushes in the last minute.
-    pub queues: Vec<QueueMetrics>,
+    pub queues: Vec<QueueGauges>,
     /// The consumer groups' lag (`GET /api/v1/consumer-groups`'s objects, each with its
     /// `tenant`).
     pub groups: Value,
     /// Dead letters now held, per tenant.
     pub dead_letters: Vec<(String, i64)>,
+}
+
+/// One queue's gauges, as plain numbers: the handler converts the database's rows, so the
+/// exposition knows nothing of them.
+#[derive(Debug, Clone)]
+pub struct QueueGauges {
+    /// The queue's tenant.
+    pub tenant: String,
+    /// Queue name.
+    pub queue: String,
+    /// Messages the queue-mode cursor has not passed.
+    pub depth: i64,
+    /// Age in seconds of the oldest of them.
+    pub lag_seconds: f64,
+    /// Messages pushed in the last minute.
+    pub throughput: i64,
 }
 
 /// The Prometheus text of a scrape. `ready` is 0 while the node drains or its database did
@@ -114,7 +129,7 @@ fn single(name: &str, help: &str, value: f64) -> Option<GaugeVec> {
 }
 
 /// A per-queue gauge: name, help, value.
-type QueueGauge = (&'static str, &'static str, fn(&QueueMetrics) -> f64);
+type QueueGauge = (&'static str, &'static str, fn(&QueueGauges) -> f64);
 
 /// Per-queue and per-group gauges, and the dead letters held.
 fn database_gauges(db: &FromDatabase) -> Vec<GaugeVec> {

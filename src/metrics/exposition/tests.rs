@@ -70,7 +70,7 @@ fn the_latency_histograms_are_in_every_scrape() {
 #[test]
 fn database_gauges_are_labelled_by_queue_and_group_and_escape_label_values() {
     let db = FromDatabase {
-        queues: vec![QueueMetrics {
+        queues: vec![QueueGauges {
             tenant: String::new(),
             queue: "a\"b".into(),
             depth: 7,
@@ -153,7 +153,7 @@ fn without_table_sizes_the_table_family_is_left_out() {
 #[test]
 fn a_tenant_scrape_has_its_queue_gauges_and_no_node_wide_families() {
     let db = FromDatabase {
-        queues: vec![QueueMetrics {
+        queues: vec![QueueGauges {
             tenant: "acme".into(),
             queue: "orders".into(),
             depth: 4,
