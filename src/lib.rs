@@ -20,7 +20,8 @@
 //!   whose SQL wrappers are in `db::admin`.
 //! - [`broker`]: the shared parts handed to handlers (it holds the log's and the spool's
 //!   state, whose types never name it back); [`limiter`]: the Vegas limit around
-//!   database work; [`metrics`]: counters; [`maintenance`]: the cluster-wide pop switch.
+//!   database work; [`metrics`]: counters, a leaf (plain numbers in, nothing of the broker
+//!   imported); [`maintenance`]: the cluster-wide pop switch.
 //! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config
 //!   changed, maintenance changed) that wake other nodes' group actors before any claim.
 //!   Only hints: PostgreSQL stays the truth.

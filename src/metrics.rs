@@ -1,5 +1,9 @@
 //! Counters of the pop path, the wakes and the pool, served on `GET /metrics`.
 //!
+//! A leaf: it imports nothing of the broker. Counters take plain numbers, and what they
+//! count in the broker's own types (a wake's source, a retention batch, a queue's row) is
+//! converted by the caller, so nothing reaches the database or the actors through here.
+//!
 //! Relaxed atomics: each counter is independent and only ever read for reporting. The
 //! Prometheus side is in the submodules: [`latency`] holds the process's histograms,
 //! [`sql_spans`] times SQL calls from their tracing spans, and [`exposition`] renders
@@ -13,8 +17,6 @@ pub mod sql_spans;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use serde_json::{json, Value};
-
-use crate::actors::wake_gate::WakeSource;
 
 /// Every counter of the broker.
 #[derive(Debug, Default)]
@@ -75,18 +77,6 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Counts one wake of `woken` parked pops by `source`.
-    pub fn wake(&self, source: WakeSource) {
-        let counter = match source {
-            WakeSource::Push => &self.wakes_push,
-            WakeSource::Peer => &self.wakes_peer,
-            WakeSource::Ack => &self.wakes_ack,
-            WakeSource::Wheel => &self.wakes_wheel,
-            WakeSource::Returned => &self.wakes_returned,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Adds one to a counter.
     pub fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);

@@ -99,7 +99,7 @@ impl GroupActor {
 
     fn wake(&mut self, source: WakeSource) {
         if self.gate.open(source) > 0 {
-            self.metrics.wake(source);
+            Metrics::bump(source.counter(&self.metrics));
         }
     }
 

@@ -5,11 +5,13 @@
 //! find none park again. A wake that is lost costs the parked pop one backoff interval.
 //! How long each woken pop was parked is observed in `queen_wake_wait_seconds`.
 
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
 
 use crate::metrics::latency::latency;
+use crate::metrics::Metrics;
 
 /// What opened the gate (counted per source on `/metrics`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +43,18 @@ impl WakeSource {
             WakeSource::Ack => "ack",
             WakeSource::Wheel => "wheel",
             WakeSource::Returned => "returned",
+        }
+    }
+
+    /// The counter of `/metrics` that counts this source's wakes (the sources are ours,
+    /// so the choice is made here and the counters stay plain numbers).
+    pub fn counter(self, metrics: &Metrics) -> &AtomicU64 {
+        match self {
+            WakeSource::Push => &metrics.wakes_push,
+            WakeSource::Peer => &metrics.wakes_peer,
+            WakeSource::Ack => &metrics.wakes_ack,
+            WakeSource::Wheel => &metrics.wakes_wheel,
+            WakeSource::Returned => &metrics.wakes_returned,
         }
     }
 }
