@@ -45,11 +45,7 @@ const TABLES: &[&str] = &[
 #[actix_rt::test]
 async fn a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing() {
     // Arrange: that release's schema as its installer left it, and data in it.
-    let pg = postgres::fresh_database().await;
-    let sql = connect(&pg).await;
-    sql.batch_execute(OLD_SCHEMA)
-        .await
-        .expect("old schema applies");
+    let (pg, sql) = old_database().await;
     let legacy_ids = legacy_segment(&sql, "up", "legacy", &["a", "b", "c"]).await;
     hashed_segment(&sql, "up", "p2", &["x0", "x1", "x2", "x3"]).await;
     sql.batch_execute(
@@ -117,12 +113,7 @@ async fn a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing() {
 async fn a_fresh_install_and_an_upgraded_database_end_at_the_same_schema() {
     // Arrange
     let fresh = postgres::fresh_database().await;
-    let upgraded = postgres::fresh_database().await;
-    connect(&upgraded)
-        .await
-        .batch_execute(OLD_SCHEMA)
-        .await
-        .expect("old schema applies");
+    let (upgraded, _) = old_database().await;
 
     // Act
     TestBroker::start_on(fresh.clone(), &[]).await.stop().await;
@@ -150,11 +141,7 @@ async fn a_fresh_install_and_an_upgraded_database_end_at_the_same_schema() {
 #[actix_rt::test]
 async fn a_database_older_than_the_baseline_is_refused_and_left_as_it_was() {
     // Arrange
-    let pg = postgres::fresh_database().await;
-    let sql = connect(&pg).await;
-    sql.batch_execute(OLD_SCHEMA)
-        .await
-        .expect("old schema applies");
+    let (pg, sql) = old_database().await;
     sql.execute(
         "DELETE FROM queen.schema_migrations WHERE version = 64",
         &[],
@@ -461,6 +448,16 @@ async fn describe(sql: &tokio_postgres::Client) -> BTreeSet<String> {
         .iter()
         .map(|r| r.get(0))
         .collect()
+}
+
+/// A new database as the broker of d5ce15b left it ([`OLD_SCHEMA`]), and a session on it.
+async fn old_database() -> (tokio_postgres::Config, tokio_postgres::Client) {
+    let pg = postgres::fresh_database().await;
+    let sql = connect(&pg).await;
+    sql.batch_execute(OLD_SCHEMA)
+        .await
+        .expect("old schema applies");
+    (pg, sql)
 }
 
 async fn connect(pg: &tokio_postgres::Config) -> tokio_postgres::Client {
