@@ -1,10 +1,11 @@
 //! The authentication middleware in front of every route: a pass-through unless
-//! `JWT_ENABLED` is on, when the [`Gate`](super::gate::Gate) judges each request. It lets the skip paths (the probes) and the console's static files through, reads
-//! the bearer token, has `crate::auth` verify it, resolves the caller's tenant from the
-//! token's tenant claim, checks the role the route needs, and leaves the caller's
-//! [`Identity`] and [`Tenant`] in the request's extensions for the handlers (push stamps
-//! its `sub`, every handler acts in its tenant). Refusals are `ApiError`s, so their status
-//! and body are decided in `error` like every other answer: 401 without a valid token, 403
+//! `JWT_ENABLED` is on, when the [`Gate`](super::gate::Gate) judges each request. It lets
+//! the skip paths (the probes) and the console's static files through, reads the bearer
+//! token, has `crate::auth` verify it, resolves the caller's tenant from the token's tenant
+//! claim, checks the role the route needs, and leaves the caller's [`Identity`] and
+//! [`Tenant`] in the request's extensions for the handlers (push stamps its `sub`, every
+//! handler acts in its tenant). Refusals are `ApiError`s, so their status and body are
+//! decided in `error` like every other answer: 401 without a valid token, 403
 //! without the role or with a tenant claim that is not a valid name (or missing when
 //! `QUEEN_JWT_REQUIRE_TENANT` asks for one).
 //!

@@ -5,8 +5,9 @@
 //! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
 //! [`binary`]; status codes and error bodies are decided in [`error`] only. The web console's
 //! files are served by [`console`]; [`openapi`] describes every route and serves that;
-//! [`timing`] times every request for the latency histograms; [`auth`] is the JWT gate in
-//! front of every route when authentication is on.
+//! [`timing`] times every request for the latency histograms; [`auth`] is the middleware in
+//! front of every route, and [`gate`] the JWT check it runs when authentication is on;
+//! [`fallback`] answers the paths and methods no route serves.
 
 pub mod ack;
 pub mod admin;
