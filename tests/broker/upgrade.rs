@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use queen::db::schema::{FUNCTIONS, MIGRATIONS};
+use queen::db::schema::{functions, SqlFile, FUNCTIONS, MIGRATIONS};
 
 use crate::support::old_writers::{hashed_segment, legacy_segment};
 use crate::support::{payloads, postgres, TestBroker};
@@ -251,6 +251,46 @@ async fn a_changed_function_file_is_applied_again_unless_a_newer_release_recorde
     assert_eq!(definition(&sql, "sweeper_release_v1").await, newer_before);
 }
 
+/// A function file whose body does not parse fails the install naming the file, before
+/// it or any other file of the batch is recorded: the bodies are checked once every
+/// function exists, not at their first call.
+#[actix_rt::test]
+async fn a_function_body_that_does_not_parse_fails_the_install_naming_its_file() {
+    // Arrange: an installed database, and two files of which one misses a semicolon
+    // (PostgreSQL only finds that when it checks the body).
+    let pg = postgres::fresh_database().await;
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    let mut sql = connect(&pg).await;
+    let fine = SqlFile {
+        file: "fine_v1.sql",
+        sql: "CREATE OR REPLACE FUNCTION queen.fine_v1() RETURNS integer
+              LANGUAGE sql AS $$ SELECT queen.broken_v1() $$;",
+    };
+    let broken = SqlFile {
+        file: "broken_v1.sql",
+        sql: "CREATE OR REPLACE FUNCTION queen.broken_v1() RETURNS integer
+              LANGUAGE plpgsql AS $$ BEGIN RETURN 1 END; $$;",
+    };
+    let recorded_before = functions_recorded(&sql).await;
+
+    // Act
+    let applied = functions::apply_files(&mut sql, &[&fine, &broken]).await;
+
+    // Assert
+    let chain = format!("{:?}", applied.expect_err("the broken body is refused"));
+    assert!(chain.contains("broken_v1.sql"), "{chain}");
+    assert_eq!(functions_recorded(&sql).await, recorded_before);
+    let created: i64 = sql
+        .query_one(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('fine_v1', 'broken_v1')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(created, 0, "a refused batch leaves no function behind");
+}
+
 /// On an up-to-date database a start reads the history and nothing else: it starts while
 /// another session holds an exclusive lock on the hottest tables, and records nothing
 /// again.
@@ -373,7 +413,8 @@ async fn nodes_starting_together_apply_each_migration_once() {
 
 /// Every function of the `queen` schema is defined exactly as its `sql/functions/` file
 /// defines it, and there is no function without a file: inside a transaction that is
-/// rolled back, every file is applied once more, and no definition (nor trigger) changes.
+/// rolled back, every file is applied once more, its body checked, and no definition (nor
+/// trigger) changes.
 async fn assert_functions_are_their_files(sql: &tokio_postgres::Client) {
     let in_schema: BTreeSet<String> = sql
         .query(
@@ -392,7 +433,7 @@ async fn assert_functions_are_their_files(sql: &tokio_postgres::Client) {
         "functions in the schema against function files"
     );
     let before = definitions(sql).await;
-    sql.batch_execute("BEGIN; SET LOCAL check_function_bodies = off")
+    sql.batch_execute("BEGIN; SET LOCAL check_function_bodies = on")
         .await
         .unwrap();
     for file in FUNCTIONS {

@@ -55,22 +55,36 @@ pub async fn changed(client: &Client) -> Result<Vec<&'static SqlFile>, DbError> 
 
 /// Under the lock, after the migrations: applies every changed file and records it, all
 /// in one transaction, so a node sees either the old definitions or all the new ones.
-/// Bodies are not checked against each other while they are created
-/// (`check_function_bodies` off, as `pg_dump` restores them), so the files need no order.
+///
+/// Twice: first with `check_function_bodies` off (as `pg_dump` restores functions), so a
+/// SQL-language body may name a function whose file comes later and the files need no
+/// order; then again with it on, when everything they name exists, so a body that does
+/// not parse (or names what is not there) fails the start here, naming its file, instead
+/// of failing its first caller.
 pub async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
     let changed = changed(client).await?;
     if changed.is_empty() {
         return Ok(Vec::new());
     }
+    apply_files(client, &changed).await?;
+    Ok(changed.iter().map(|f| f.file.to_owned()).collect())
+}
+
+/// [`apply`]'s transaction for the given files: both passes, then their records.
+pub async fn apply_files(client: &mut Client, files: &[&SqlFile]) -> Result<(), DbError> {
     let level = newest();
     let tx = client.transaction().await.map_err(failed("functions"))?;
-    tx.batch_execute("SET LOCAL check_function_bodies = off")
-        .await
-        .map_err(failed("functions"))?;
-    for file in &changed {
-        tx.batch_execute(file.sql)
+    for check in ["off", "on"] {
+        tx.batch_execute(&format!("SET LOCAL check_function_bodies = {check}"))
             .await
-            .map_err(failed(file.file))?;
+            .map_err(failed("functions"))?;
+        for file in files {
+            tx.batch_execute(file.sql)
+                .await
+                .map_err(failed(file.file))?;
+        }
+    }
+    for file in files {
         tx.execute(
             &format!(
                 "INSERT INTO {HISTORY} (file, checksum, level) VALUES ($1, $2, $3)
@@ -82,6 +96,5 @@ pub async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
         .await
         .map_err(failed(file.file))?;
     }
-    tx.commit().await.map_err(failed("functions"))?;
-    Ok(changed.iter().map(|f| f.file.to_owned()).collect())
+    tx.commit().await.map_err(failed("functions"))
 }
