@@ -1,6 +1,7 @@
 //! The retention sweeper's SQL: the wrappers of `queen.sweeper_lease_v1`,
 //! `queen.sweeper_release_v1`, `queen.retention_segments_v1`, `queen.retention_rows_v1` and
-//! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`), and the table sizes `/metrics` reports.
+//! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`), and the table sizes
+//! `/metrics` reports.
 //!
 //! Every batch runs in its own transaction that first takes or renews the sweeper lease,
 //! so two nodes never run a batch at the same time; what to delete and when to pause is

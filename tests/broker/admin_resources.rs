@@ -247,8 +247,8 @@ async fn deleting_a_queue_removes_everything_and_its_transaction_ids_are_free_ag
 
 /// A queue deleted again and again while producers push into it leaves no segment behind
 /// without its partition, and every partition left holds exactly its offsets: the
-/// segments carry no foreign key (`sql/functions/log_partitions_delete_segments_v1.sql`), so this is the appends' partition lock and the
-/// delete's trigger at work.
+/// segments carry no foreign key (`sql/functions/log_partitions_delete_segments_v1.sql`),
+/// so this is the appends' partition lock and the delete's trigger at work.
 #[actix_rt::test]
 async fn a_queue_deleted_while_pushes_land_leaves_no_segment_without_its_partition() {
     // Arrange

@@ -1,11 +1,12 @@
 //! Resources (contract §4.4, decision 9.6): overview, queues, one queue, queue depth,
 //! partitions, namespaces, tasks, and queue deletion.
 //!
-//! Message counts are relative to the queue-mode cursor (see `sql/functions/partition_stats_v1.sql`):
-//! `total` is every message ever appended, `pending` what a queue-mode consumer has not
-//! received, `processing` what sits in a live queue-mode lease. The depth endpoint counts
-//! against a named group's cursor, or, when no group is named, the cursor furthest behind
-//! among queue mode (from -1 where it never popped) and every group.
+//! Message counts are relative to the queue-mode cursor (see
+//! `sql/functions/partition_stats_v1.sql`): `total` is every message ever appended,
+//! `pending` what a queue-mode consumer has not received, `processing` what sits in a live
+//! queue-mode lease. The depth endpoint counts against a named group's cursor, or, when no
+//! group is named, the cursor furthest behind among queue mode (from -1 where it never
+//! popped) and every group.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::json;

@@ -1,13 +1,14 @@
 //! Status and analytics (contract §4.5): dashboard documents the client passes through.
 //!
-//! What the numbers mean (all from the tables, see `sql/functions/status_queue_rows_v1.sql`): `messages.total`
-//! is every message ever appended; `pending`, `processing` and `completed` are relative to
-//! the queue-mode cursor; `deadLetter` counts stored dead letters; `pushed` counts messages
-//! appended in the window `[from, to]` (default: the last hour); `deadLettered` the dead
-//! letters filed in it; `lagSeconds` the age of the oldest message queue mode has not
-//! passed. Acks leave no history, so there is no "consumed per interval". The two
-//! `analytics/*-metrics` endpoints describe this broker process now (its counters and its
-//! group actors); there is no stored history of them either.
+//! What the numbers mean (all from the tables, see
+//! `sql/functions/status_queue_rows_v1.sql`): `messages.total` is every message ever
+//! appended; `pending`, `processing` and `completed` are relative to the queue-mode cursor;
+//! `deadLetter` counts stored dead letters; `pushed` counts messages appended in the window
+//! `[from, to]` (default: the last hour); `deadLettered` the dead letters filed in it;
+//! `lagSeconds` the age of the oldest message queue mode has not passed. Acks leave no
+//! history, so there is no "consumed per interval". The two `analytics/*-metrics` endpoints
+//! describe this broker process now (its counters and its group actors); there is no stored
+//! history of them either.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{Duration, Utc};

@@ -10,9 +10,10 @@ use crate::db::transaction::DataTransaction;
 use crate::db::PgConn;
 use crate::domain::{PushItem, PushOutcome, Tenant};
 
-/// Appends `items` (made ready by [`prepare`](super::prepare)) inside a transaction the caller owns, which
-/// commits it and then calls [`announce`](super::announce::announce). Answers one outcome per item, in order; dedup
-/// sees earlier appends of the same transaction.
+/// Appends `items` (made ready by [`prepare`](super::prepare)) inside a transaction the
+/// caller owns, which commits it and then calls [`announce`](super::announce::announce).
+/// Answers one outcome per item, in order; dedup sees earlier appends of the same
+/// transaction.
 pub async fn stage(
     tx: &DataTransaction<'_>,
     broker: &Broker,
