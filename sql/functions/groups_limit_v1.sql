@@ -8,9 +8,9 @@
 -- any lock: a new partition's cursor is nothing new) or on another queue of the tenant.
 --
 -- Locks: the transaction-scoped advisory lock 'queen.limit.groups/<tenant>' before it
--- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the insert and the caller's transaction
--- roll back. Why limits are triggers and how the lock keeps counts exact: see
--- queen.tenant_limit_v1. No notifications.
+-- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the insert
+-- and the caller's transaction roll back. Why limits are triggers and how the lock keeps
+-- counts exact: see queen.tenant_limit_v1. No notifications.
 CREATE OR REPLACE FUNCTION queen.groups_limit_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -37,19 +37,21 @@ BEGIN
         RETURN NEW;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.groups/' || v_tenant, 0));
-    -- Known: the group reads another queue of the tenant. Counted: the tenant's groups.
-    PERFORM queen.tenant_limit_check_v1(v_max,
-        EXISTS (SELECT 1 FROM queen.queues q
-                JOIN queen.log_partitions p ON p.queue_id = q.id
-                JOIN queen.log_consumers c
-                  ON c.partition_id = p.id AND c.consumer_group = NEW.consumer_group
-                WHERE q.tenant = v_tenant),
-        (SELECT count(DISTINCT c.consumer_group)
-         FROM queen.queues q
-         JOIN queen.log_partitions p ON p.queue_id = q.id
-         JOIN queen.log_consumers c ON c.partition_id = p.id
-         WHERE q.tenant = v_tenant AND c.consumer_group <> '__QUEUE_MODE__'),
-        'consumer groups (QUEEN_TENANT_MAX_CONSUMER_GROUPS)');
+    -- A group that reads another queue of the tenant is nothing new either; only a new
+    -- one is counted against the tenant's groups.
+    IF NOT EXISTS (SELECT 1 FROM queen.queues q
+                   JOIN queen.log_partitions p ON p.queue_id = q.id
+                   JOIN queen.log_consumers c
+                     ON c.partition_id = p.id AND c.consumer_group = NEW.consumer_group
+                   WHERE q.tenant = v_tenant) THEN
+        PERFORM queen.tenant_limit_check_v1(v_max,
+            (SELECT count(DISTINCT c.consumer_group)
+             FROM queen.queues q
+             JOIN queen.log_partitions p ON p.queue_id = q.id
+             JOIN queen.log_consumers c ON c.partition_id = p.id
+             WHERE q.tenant = v_tenant AND c.consumer_group <> '__QUEUE_MODE__'),
+            'consumer groups (QUEEN_TENANT_MAX_CONSUMER_GROUPS)');
+    END IF;
     RETURN NEW;
 END;
 $$;

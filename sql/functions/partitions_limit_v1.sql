@@ -8,9 +8,9 @@
 -- and a push naming no partition lands in it. A partition that exists already passes too.
 --
 -- Locks: the transaction-scoped advisory lock 'queen.limit.partitions/<queue id>' before it
--- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the caller's transaction rolls back.
--- The rationale shared by the three limit triggers is in queen.tenant_limit_v1.
--- No notifications.
+-- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the caller's
+-- transaction rolls back. The rationale shared by the three limit triggers is in
+-- queen.tenant_limit_v1. No notifications.
 CREATE OR REPLACE FUNCTION queen.partitions_limit_v1() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -22,12 +22,13 @@ BEGIN
         RETURN NEW;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.partitions/' || NEW.queue_id, 0));
-    PERFORM queen.tenant_limit_check_v1(v_max,
-        EXISTS (SELECT 1 FROM queen.log_partitions p
-                WHERE p.queue_id = NEW.queue_id AND p.name = NEW.name),
-        (SELECT count(*) FROM queen.log_partitions p
-         WHERE p.queue_id = NEW.queue_id AND p.name <> 'Default'),
-        'partitions per queue (QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE)');
+    IF NOT EXISTS (SELECT 1 FROM queen.log_partitions p
+                   WHERE p.queue_id = NEW.queue_id AND p.name = NEW.name) THEN
+        PERFORM queen.tenant_limit_check_v1(v_max,
+            (SELECT count(*) FROM queen.log_partitions p
+             WHERE p.queue_id = NEW.queue_id AND p.name <> 'Default'),
+            'partitions per queue (QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE)');
+    END IF;
     RETURN NEW;
 END;
 $$;

@@ -6,7 +6,8 @@
 -- INSERT ... ON CONFLICT DO NOTHING of a known name) passes.
 --
 -- Locks: the transaction-scoped advisory lock 'queen.limit.queues/<tenant>' before it
--- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the caller's transaction rolls back.
+-- counts. Over the limit queen.tenant_limit_check_v1 raises SQLSTATE QLIMT; the caller's
+-- transaction rolls back.
 -- See queen.tenant_limit_v1 for how the limits reach PostgreSQL and why they are triggers.
 -- No notifications.
 CREATE OR REPLACE FUNCTION queen.queues_limit_v1() RETURNS trigger
@@ -18,10 +19,12 @@ BEGIN
         RETURN NEW;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.queues/' || NEW.tenant, 0));
-    PERFORM queen.tenant_limit_check_v1(v_max,
-        EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant = NEW.tenant AND q.name = NEW.name),
-        (SELECT count(*) FROM queen.queues q WHERE q.tenant = NEW.tenant),
-        'queues (QUEEN_TENANT_MAX_QUEUES)');
+    IF NOT EXISTS (SELECT 1 FROM queen.queues q
+                   WHERE q.tenant = NEW.tenant AND q.name = NEW.name) THEN
+        PERFORM queen.tenant_limit_check_v1(v_max,
+            (SELECT count(*) FROM queen.queues q WHERE q.tenant = NEW.tenant),
+            'queues (QUEEN_TENANT_MAX_QUEUES)');
+    END IF;
     RETURN NEW;
 END;
 $$;

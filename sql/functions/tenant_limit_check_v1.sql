@@ -1,22 +1,20 @@
--- queen.tenant_limit_check_v1(p_max integer, p_known boolean, p_count bigint, p_what text)
---   -> void
+-- queen.tenant_limit_check_v1(p_max integer, p_count bigint, p_what text) -> void
 --
 -- The verdict the three limit triggers (queen.queues_limit_v1, queen.partitions_limit_v1,
--- queen.groups_limit_v1) share, given what each read under its advisory lock: a row that
--- is already there (p_known) passes, and so does a new one while p_count, the rows that
--- count now, is below p_max; otherwise it raises SQLSTATE QLIMT with the message
+-- queen.groups_limit_v1) share, called under each one's advisory lock for a row that is
+-- new (a known row passes without being counted): p_count, the rows that count now,
+-- must be below p_max; otherwise it raises SQLSTATE QLIMT with the message
 -- 'tenant limit reached: at most <p_max> <p_what>' (p_what names the setting). See
 -- queen.tenant_limit_v1 for how the limits work.
 --
 -- Reads no table: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.tenant_limit_check_v1(
     p_max   integer,
-    p_known boolean,
     p_count bigint,
     p_what  text
 ) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT p_known AND p_count >= p_max THEN
+    IF p_count >= p_max THEN
         RAISE EXCEPTION 'tenant limit reached: at most % %', p_max, p_what
             USING ERRCODE = 'QLIMT';
     END IF;
