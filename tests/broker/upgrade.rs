@@ -173,6 +173,29 @@ async fn a_database_older_than_the_baseline_is_refused_and_left_as_it_was() {
     assert!(!created, "the refused start created history tables");
 }
 
+/// A database with queen tables and no migration history (a release from before versioned
+/// migrations) is refused too, and nothing is created in it.
+#[actix_rt::test]
+async fn a_database_without_a_migration_history_is_refused() {
+    // Arrange
+    let (pg, sql) = old_database().await;
+    sql.batch_execute("DROP TABLE queen.schema_migrations")
+        .await
+        .unwrap();
+    let before = describe(&sql).await;
+
+    // Act
+    let started = TestBroker::try_start_on(pg.clone(), &[]).await;
+
+    // Assert
+    let chain = format!("{:?}", started.err().expect("the start is refused"));
+    assert!(
+        chain.contains("SchemaTooOld") && chain.contains("without a migration history"),
+        "{chain}"
+    );
+    assert_eq!(describe(&sql).await, before);
+}
+
 /// A migration whose recorded checksum differs from the shipped file stops the start,
 /// naming the file.
 #[actix_rt::test]

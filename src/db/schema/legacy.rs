@@ -73,6 +73,10 @@ pub const BEFORE_BASELINE: &[(i32, &str)] = &[
     (64, "txn_keys"),
 ];
 
+/// What a refused database's owner does about it.
+const UPGRADE_FIRST: &str =
+    "start a broker of the release before the baseline (d5ce15b) on it once, then this one";
+
 /// What the installer finds in a database with no history of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
@@ -105,8 +109,7 @@ pub async fn inspect(client: &Client) -> Result<Found, DbError> {
         } else {
             Err(DbError::SchemaTooOld {
                 found: format!(
-                    "migrations {} are not applied; start a broker of the release before \
-                     the baseline on it once, then this one",
+                    "migrations {} are not applied; {UPGRADE_FIRST}",
                     missing.join(", ")
                 ),
             })
@@ -114,10 +117,10 @@ pub async fn inspect(client: &Client) -> Result<Found, DbError> {
     }
     if exists(client, "queen.queues").await? {
         return Err(DbError::SchemaTooOld {
-            found: "queen tables without a migration history (a release from before \
-                    versioned migrations); start a broker of the release before the \
-                    baseline on it once, then this one"
-                .to_owned(),
+            found: format!(
+                "queen tables without a migration history (a release from before versioned \
+                 migrations); {UPGRADE_FIRST}"
+            ),
         });
     }
     Ok(Found::Fresh)
