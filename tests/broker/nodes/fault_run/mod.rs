@@ -14,6 +14,7 @@
 //! ```
 
 mod checker;
+mod checker_checks;
 mod history;
 mod nemesis;
 mod workload;
