@@ -18,6 +18,13 @@
 #   dropped_requests  pushes and acks abandoned by their clients after 0.2-10 ms, re-sent
 #
 # Usage: bench/faults.sh [RUNS]
+#
+# These tests inject one fault at a time. The randomized fault run mixes them (three nodes,
+# queue mode and two groups, bundles; kills, pauses past a lease, PostgreSQL restarts, mesh
+# cuts, a full spool disk, push maintenance, on a seeded schedule) and prints its seed and a
+# table of lost messages, duplicates and order violations (README, "The two commands"):
+#   QUEEN_FAULT_SECS=600 cargo test --test broker nodes::fault_run -- --nocapture
+#   QUEEN_FAULT_SEED=<seed printed by a run> cargo test --test broker nodes::fault_run -- --nocapture
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"

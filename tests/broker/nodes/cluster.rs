@@ -38,6 +38,11 @@ pub struct Options {
     pub secret: Option<String>,
     /// Extra settings for every node (they win over the harness's defaults).
     pub env: Vec<(String, String)>,
+    /// Extra settings for one node (index, name, value); they win over `env`.
+    pub node_env: Vec<(usize, String, String)>,
+    /// A cgroup v2 folder per node index: the node's process joins it before it runs (on
+    /// every restart too), so firewall rules can match one node's sockets.
+    pub node_cgroup: Vec<(usize, PathBuf)>,
 }
 
 impl Options {
@@ -47,6 +52,8 @@ impl Options {
             mesh: true,
             secret: None,
             env: Vec::new(),
+            node_env: Vec::new(),
+            node_cgroup: Vec::new(),
         }
     }
 
@@ -61,6 +68,18 @@ impl Options {
     /// Adds one setting for every node.
     pub fn with(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Adds one setting for node `i` alone.
+    pub fn with_node(mut self, i: usize, name: &str, value: &str) -> Self {
+        self.node_env.push((i, name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts node `i` (each time) inside the cgroup v2 folder `dir`.
+    pub fn in_cgroup(mut self, i: usize, dir: PathBuf) -> Self {
+        self.node_cgroup.push((i, dir));
         self
     }
 
@@ -272,6 +291,12 @@ impl TestCluster {
         for (name, value) in &self.options.env {
             command.env(name, value);
         }
+        for (_, name, value) in self.options.node_env.iter().filter(|(n, ..)| *n == i) {
+            command.env(name, value);
+        }
+        if let Some((_, dir)) = self.options.node_cgroup.iter().find(|(n, _)| *n == i) {
+            join_cgroup_before_exec(&mut command, dir);
+        }
         let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone().expect("clone the log handle")))
@@ -389,6 +414,33 @@ impl Process {
         let status = child.try_wait().expect("poll the node process")?;
         self.child = None;
         Some(status)
+    }
+}
+
+/// Makes the child write itself into `dir/cgroup.procs` between fork and exec, so every
+/// socket it opens belongs to that cgroup.
+fn join_cgroup_before_exec(command: &mut Command, dir: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let procs = std::ffi::CString::new(dir.join("cgroup.procs").as_os_str().as_bytes())
+        .expect("a cgroup path without NUL");
+    // SAFETY: between fork and exec the closure calls only open, write and close, which are
+    // async-signal-safe, on a path allocated before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let error = std::io::Error::last_os_error();
+            libc::close(fd);
+            if written == 1 {
+                Ok(())
+            } else {
+                Err(error)
+            }
+        });
     }
 }
 

@@ -10,6 +10,7 @@ mod node;
 
 mod acks;
 mod drain;
+mod fault_run;
 mod garbage;
 mod kill;
 mod kill_under_load;
