@@ -133,8 +133,9 @@ async fn a_write_committed_late_by_a_slow_transaction_is_not_skipped_by_the_next
     )
     .await
     .expect("the slow write");
-    // Past the next whole second, so a bare now() would already lie above its stamp.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Two seconds on, so a bare now(), and now() - 1 s truncated to the second, would
+    // already lie above its stamp.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
 
     // Act: a pass while it is open, then a push, the commit, and the next pass.
     let (safe, first) = changed(&b, json!({"queue": "lt", "limit": 1000})).await;
