@@ -307,3 +307,57 @@ async fn a_tenant_fetches_only_its_own_partitions_with_a_read_only_token() {
     assert_eq!(push_status, StatusCode::FORBIDDEN, "read-only may not push");
     b.stop().await;
 }
+
+/// On an encrypted queue fetch answers the payloads as pushed (opened with the node's key),
+/// and an erased message keeps its offset with a `null` payload.
+#[actix_rt::test]
+async fn fetch_opens_encrypted_payloads_and_answers_an_erased_message_as_null() {
+    // Arrange
+    let b = TestBroker::start_with(&[(
+        "QUEEN_ENCRYPTION_KEY",
+        "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    )])
+    .await;
+    configure(&b, "vault", json!({"encryptionEnabled": true})).await;
+    let secrets: Vec<Value> = (0..3)
+        .map(|i| json!({"card": format!("4111-{i}")}))
+        .collect();
+    b.push("vault", "p", &secrets).await;
+    let first = fetch(&b, &[ask("vault", "p", 0)], json!(null)).await;
+    let pid = first[0]["partitionId"]
+        .as_str()
+        .expect("a partition id")
+        .to_owned();
+    let txn = first[0]["records"][1]["transactionId"]
+        .as_str()
+        .expect("a txn")
+        .to_owned();
+
+    // Act
+    let erased = b
+        .http
+        .delete(b.url(&format!("/api/v1/messages/{pid}/{txn}")))
+        .send()
+        .await
+        .expect("the erase answers")
+        .status();
+    let after = fetch(&b, &[ask("vault", "p", 0)], json!(null)).await;
+
+    // Assert
+    assert_eq!(erased, StatusCode::OK);
+    let got: Vec<Value> = first[0]["records"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| r["payload"].clone())
+        .collect();
+    assert_eq!(got, secrets);
+    let got: Vec<Value> = after[0]["records"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| r["payload"].clone())
+        .collect();
+    assert_eq!(got, [secrets[0].clone(), Value::Null, secrets[2].clone()]);
+    b.stop().await;
+}

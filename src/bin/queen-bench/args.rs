@@ -291,6 +291,7 @@ mod tests {
         {
             Command::Run(r) => r.validate().map(|()| *r),
             Command::Report(_) => Err("parsed as report".to_owned()),
+            Command::Reads(_) => Err("parsed as reads".to_owned()),
         }
     }
 
