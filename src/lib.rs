@@ -17,7 +17,8 @@
 //! - [`http`]: the route table (`http::routes`), the handlers' state, bodies, and the one
 //!   place that maps errors to answers; `http::admin`
 //!   holds the tier 2 admin endpoints (groups, DLQ, messages, resources, status, traces),
-//!   whose SQL wrappers are in `db::admin`.
+//!   whose SQL wrappers are in `db::admin`; `http::reads` the read-only offset reads and
+//!   partition discovery, whose SQL wrappers are in `db::reads`.
 //! - [`broker`]: the shared parts handed to handlers (it holds the log's and the spool's
 //!   state, whose types never name it back); [`limiter`]: the Vegas limit around
 //!   database work; [`metrics`]: counters, a leaf (plain numbers in, nothing of the broker

@@ -41,6 +41,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/ack/batch", RW),
     ("POST", "/api/v1/transaction", RW),
     ("POST", "/api/v1/lease/{lease_id}/extend", RW),
+    ("POST", "/api/v1/fetch", RO),
+    ("POST", "/api/v1/partitions/changed", RO),
     ("POST", "/api/v1/configure", RW),
     ("GET", "/api/v1/system/maintenance", RO),
     ("POST", "/api/v1/system/maintenance", ADMIN),

@@ -2,7 +2,8 @@
 //!
 //! It owns the connection pool ([`pool`]), the embedded PostgreSQL launcher ([`embedded`]),
 //! the schema installer ([`schema`]), one Rust function per SQL function (`push`, `pop`,
-//! `ack`, `lease`, `queues`, and the admin endpoints' in [`admin`]), the caller-owned data
+//! `ack`, `lease`, `queues`, the read views' in [`reads`], and the admin endpoints' in
+//! [`admin`]), the caller-owned data
 //! transaction ([`transaction`]), TLS to the server ([`tls`]) and the database error type
 //! ([`error`]). Callers never see a
 //! SQL string; what the rows mean (frames, JSON) is decided elsewhere.
@@ -17,6 +18,7 @@ pub mod pool;
 pub mod pop;
 pub mod push;
 pub mod queues;
+pub mod reads;
 pub mod retention;
 pub mod schema;
 pub mod system;

@@ -2,9 +2,10 @@
 //! readers ([`body`]) and the query reader ([`query`]).
 //!
 //! One handler file per route family (`push`, `pop`, `ack`, `transaction`, `lease`,
-//! `configure`, `health`, and the admin families under [`admin`]); the binary bodies live in
-//! [`binary`]; status codes and error bodies are decided in [`error`] only. The web console's
-//! files are served by [`console`]; [`openapi`] describes every route and serves that;
+//! `configure`, `health`, the read views under [`reads`], and the admin families under
+//! [`admin`]); the binary bodies live in [`binary`]; status codes and error bodies are
+//! decided in [`error`] only. The web console's files are served by [`console`];
+//! [`openapi`] describes every route and serves that;
 //! [`timing`] times every request for the latency histograms; [`auth`] is the middleware in
 //! front of every route, and [`gate`] the JWT check it runs when authentication is on;
 //! [`fallback`] answers the paths and methods no route serves.
@@ -28,6 +29,7 @@ pub mod openapi;
 pub mod pop;
 pub mod push;
 pub mod query;
+pub mod reads;
 #[cfg(test)]
 mod route_table;
 pub mod routes;

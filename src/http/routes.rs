@@ -5,8 +5,8 @@ use actix_web::web;
 
 use super::fallback::{method_not_allowed, no_route};
 use super::{
-    ack, admin, configure, console, health, lease, metrics, openapi, pop, push, system, timing,
-    transaction,
+    ack, admin, configure, console, health, lease, metrics, openapi, pop, push, reads, system,
+    timing, transaction,
 };
 
 /// The route table.
@@ -69,6 +69,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/transaction")
             .route(web::post().to(transaction::transaction))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/fetch")
+            .app_data(timing::Route("/api/v1/fetch"))
+            .route(web::post().to(reads::fetch::fetch))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/partitions/changed")
+            .app_data(timing::Route("/api/v1/partitions/changed"))
+            .route(web::post().to(reads::changed::changed))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

@@ -98,8 +98,8 @@ mod tests {
             }
         }
         assert_eq!(
-            labelled, 6,
-            "push, the three pop routes and both ack routes"
+            labelled, 8,
+            "push, the three pop routes, both ack routes, fetch and partitions/changed"
         );
     }
 

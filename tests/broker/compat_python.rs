@@ -65,6 +65,13 @@ async fn the_python_client_gets_conflated_and_autopiloted_pops() {
     run_group("test_echoes.py").await;
 }
 
+/// The tier-3 read views through the client: `fetch` at the pop's offsets, with no cursor
+/// moved, and `changed_since` with its `safeTime`.
+#[actix_rt::test]
+async fn the_python_client_reads_by_offset_and_discovers_changed_partitions() {
+    run_group("test_reads.py").await;
+}
+
 /// The client's `bearer_token` against a broker with JWT authentication on: tokens signed
 /// here (HS256) for a read-write, a read-only and an admin caller.
 #[actix_rt::test]

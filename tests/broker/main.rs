@@ -65,6 +65,8 @@ mod push_caps;
 mod push_combining;
 mod push_single_append;
 mod queue_ttl;
+mod reads_changed;
+mod reads_fetch;
 mod retention;
 mod retention_concurrency;
 mod retry_delay;

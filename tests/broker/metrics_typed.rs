@@ -94,3 +94,34 @@ async fn a_long_poll_woken_by_a_push_is_observed_in_the_wake_histogram() {
     let after = sample(&scrape(&b).await, key).unwrap_or(0.0);
     assert!(after > before, "{before} -> {after}");
 }
+
+/// The read views are counted like every route: their requests land in the request
+/// histogram under their own route label.
+#[actix_rt::test]
+async fn fetch_and_partitions_changed_are_observed_under_their_own_route_labels() {
+    let b = TestBroker::start().await;
+    b.push("mt-reads", "p", &[json!(1)]).await;
+
+    let (fetched, _) = b
+        .post(
+            "/api/v1/fetch",
+            &json!({"entries": [{"queue": "mt-reads", "partition": "p", "offset": 0}]}),
+        )
+        .await;
+    let (listed, _) = b
+        .post(
+            "/api/v1/partitions/changed",
+            &json!({"entries": [{"queue": "mt-reads"}]}),
+        )
+        .await;
+
+    assert!(fetched.is_success() && listed.is_success());
+    let text = scrape(&b).await;
+    for route in ["/api/v1/fetch", "/api/v1/partitions/changed"] {
+        let line = format!(
+            r#"queen_http_request_duration_seconds_count{{method="POST",route="{route}"}}"#
+        );
+        assert_eq!(sample(&text, &line), Some(1.0), "{route}:\n{text}");
+    }
+    b.stop().await;
+}

@@ -21,11 +21,15 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
         "/api/v1/push",
         "/api/v1/pop/queue/{queue}",
         "/api/v1/dlq",
+        "/api/v1/fetch",
+        "/api/v1/partitions/changed",
         "/health/ready",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
     }
     assert!(doc["components"]["schemas"]["PushBody"].is_object());
+    assert!(doc["components"]["schemas"]["FetchBody"].is_object());
+    assert!(doc["components"]["schemas"]["ChangedBody"].is_object());
 }
 
 /// A method a route does not take answers 405 with the JSON error and an `Allow` header

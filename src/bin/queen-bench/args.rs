@@ -27,6 +27,8 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Write BENCHMARKS.md and the partitions plot from a folder of result files.
     Report(ReportArgs),
+    /// Offset reads (fetch) against pop+ack and a raw SELECT of one backlog.
+    Reads(crate::reads::ReadsArgs),
 }
 
 /// One scenario.
@@ -289,6 +291,7 @@ mod tests {
         {
             Command::Run(r) => r.validate().map(|()| *r),
             Command::Report(_) => Err("parsed as report".to_owned()),
+            Command::Reads(_) => Err("parsed as reads".to_owned()),
         }
     }
 

@@ -6,7 +6,8 @@
 //! [`system`]), with [`workload`] (the messages), [`verify`] (exactly-once), [`qpb1`] and [`qpf1`]
 //! (binary push and framed pop bodies), [`wire`] (JSON against binary), [`stats`]
 //! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
-//! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG).
+//! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
+//! [`reads`] is the offset-read comparison (`queen-bench reads`).
 
 mod args;
 mod baseline;
@@ -18,6 +19,7 @@ mod phase;
 mod plot;
 mod qpb1;
 mod qpf1;
+mod reads;
 mod report;
 mod result;
 mod run;
@@ -54,6 +56,12 @@ fn main() -> ExitCode {
                 .and_then(|rt| rt.block_on(run_and_write(*run_args, command)))
         }
         Command::Report(report_args) => report::write(&report_args),
+        Command::Reads(reads_args) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(reads::run(&reads_args))),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@
 //! described in [`schemas`] and [`params`]; the handlers keep parsing them by hand.
 
 pub mod params;
+pub mod read_schemas;
 pub mod schemas;
 
 use std::sync::OnceLock;
@@ -38,6 +39,8 @@ use crate::http;
         http::transaction::transaction,
         http::lease::extend,
         http::configure::configure,
+        http::reads::fetch::fetch,
+        http::reads::changed::changed,
         http::metrics::metrics,
         http::metrics::prometheus,
         http::system::get_maintenance,

@@ -9,6 +9,7 @@ mod cluster;
 mod node;
 
 mod acks;
+mod changed;
 mod drain;
 mod fault_run;
 mod garbage;

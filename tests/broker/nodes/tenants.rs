@@ -406,6 +406,68 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                 );
                 (status, body)
             }
+            ("POST", "/api/v1/fetch") => {
+                let asks: Vec<Value> = [
+                    ("shared", "p1"),
+                    ("shared", "p2"),
+                    ("alpha-only", "alpha-part"),
+                ]
+                .iter()
+                .map(|(q, p)| json!({"queue": q, "partition": p, "offset": 0}))
+                .collect();
+                let (status, mut body) =
+                    beta.post("/api/v1/fetch", &json!({"entries": asks})).await;
+                let entries = body["entries"].as_array_mut().expect("entries");
+                assert_eq!(entries.len(), 3, "{what}");
+                let records = entries[0]["records"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                assert!(!records.is_empty(), "{what}: beta's own records");
+                assert!(
+                    records.iter().all(|r| r["payload"]["from"] == "beta"),
+                    "{what}: {records:?}"
+                );
+                assert_eq!(
+                    (
+                        entries[1]["highWatermark"].clone(),
+                        entries[1]["records"].clone()
+                    ),
+                    (json!(0), json!([])),
+                    "{what}"
+                );
+                assert_eq!(entries[2]["error"], "UNKNOWN_TOPIC_OR_PARTITION", "{what}");
+                // The echoes of the names asked (alpha-only) are not alpha's data.
+                for e in entries.iter_mut() {
+                    e.as_object_mut()
+                        .map(|o| (o.remove("queue"), o.remove("partition")));
+                }
+                (status, body)
+            }
+            ("POST", "/api/v1/partitions/changed") => {
+                let (status, mut body) = beta
+                    .post(
+                        "/api/v1/partitions/changed",
+                        &json!({"entries": [{"queue": "shared"}, {"queue": "alpha-only"}]}),
+                    )
+                    .await;
+                let entries = body["entries"].as_array_mut().expect("entries");
+                let names: Vec<Value> = entries[0]["partitions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|p| p["name"].clone())
+                    .collect();
+                assert!(
+                    names.contains(&json!("p1")) && !names.contains(&json!("p2")),
+                    "{what}: {names:?}"
+                );
+                assert_eq!(entries[1]["error"], "UNKNOWN_TOPIC_OR_PARTITION", "{what}");
+                for e in entries.iter_mut() {
+                    e.as_object_mut().map(|o| o.remove("queue"));
+                }
+                (status, body)
+            }
             ("POST", "/api/v1/configure") => {
                 beta.post(
                     "/api/v1/configure",

@@ -1,0 +1,50 @@
+-- queen.partitions_changed_v1(p_tenant, p_queue, p_since, p_after, p_limit)
+--   -> (partition_id, partition_name, last_offset, log_start, last_write_at) rows
+--
+-- One page of POST /api/v1/partitions/changed: the tenant's queue p_queue's partitions
+-- whose last_write_at >= p_since (every partition when p_since is NULL), with a name after
+-- p_after (from the first when NULL), by name, at most p_limit + 1 rows (the extra row
+-- tells the broker another page follows). Names never change, so a pass paged by name
+-- never skips or repeats a partition, whatever is written meanwhile. Columns:
+--   last_offset   the newest message's offset, -1 when none (fetch's high watermark - 1);
+--   log_start     fetch's logStartOffset: the first stored segment's base_offset, else
+--                 last_offset + 1;
+--   last_write_at when the partition was last pushed to, truncated to the second.
+-- No row at all: the tenant has no such queue. One row with partition_id NULL: the queue
+-- exists and this page is empty.
+--
+-- The caller takes the page's safeTime from queen.partitions_safe_time_v1 first, in a
+-- statement of its own (that file holds the argument why no write is skipped).
+--
+-- Read only: no locks. No notifications.
+CREATE OR REPLACE FUNCTION queen.partitions_changed_v1(
+    p_tenant text,
+    p_queue  text,
+    p_since  timestamptz,
+    p_after  text,
+    p_limit  integer
+) RETURNS TABLE (
+    partition_id   bigint,
+    partition_name text,
+    last_offset    bigint,
+    log_start      bigint,
+    last_write_at  timestamptz
+) LANGUAGE sql STABLE AS $$
+    SELECT p.id, p.name, p.last_offset,
+           coalesce((SELECT s.base_offset FROM queen.log_segments s
+                     WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1),
+                    p.last_offset + 1),
+           p.last_write_at
+    FROM queen.queues q
+    LEFT JOIN LATERAL (
+        SELECT lp.id, lp.name, lp.last_offset, lp.last_write_at
+        FROM queen.log_partitions lp
+        WHERE lp.queue_id = q.id
+          AND (p_after IS NULL OR lp.name > p_after)
+          AND (p_since IS NULL OR lp.last_write_at >= p_since)
+        ORDER BY lp.name
+        LIMIT p_limit + 1
+    ) p ON true
+    WHERE q.tenant = p_tenant AND q.name = p_queue
+    ORDER BY p.name;
+$$;
