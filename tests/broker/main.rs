@@ -25,6 +25,7 @@ mod console;
 mod console_routes;
 mod console_token;
 mod dead_letter_switches;
+mod dedup_rollback;
 mod dedup_window;
 mod dlq_retry_groups;
 mod docs;
