@@ -68,6 +68,7 @@ mod push_single_append;
 mod queue_ttl;
 mod retention;
 mod retention_concurrency;
+mod retention_dedup;
 mod retry_delay;
 mod shutdown;
 mod spool;

@@ -129,6 +129,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("retention_idle_v1.sql"),
     function!("retention_rows_v1.sql"),
     function!("retention_segments_v1.sql"),
+    function!("retention_segments_v2.sql"),
     function!("segment_txn_keys.sql"),
     function!("set_maintenance_v1.sql"),
     function!("set_push_maintenance_v1.sql"),
