@@ -39,6 +39,7 @@ mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
 mod housekeeping;
+mod idle_group_waiting;
 mod image;
 mod lease_and_configure;
 mod lease_expiry_attempts;

@@ -67,6 +67,7 @@ macro_rules! function {
 pub const MIGRATIONS: &[SqlFile] = &[
     migration!("064_baseline.sql"),
     migration!("065_drop_unused_functions.sql"),
+    migration!("066_group_last_seen.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -76,6 +77,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("consumer_group_delete_v1.sql"),
     function!("consumer_group_detail_v1.sql"),
     function!("consumer_group_lags_v1.sql"),
+    function!("consumer_group_seen_v1.sql"),
     function!("consumer_group_seek_v1.sql"),
     function!("consumer_group_subscription_v1.sql"),
     function!("consumer_groups_lagging_v1.sql"),
