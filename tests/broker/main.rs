@@ -6,6 +6,7 @@ mod support;
 mod ack;
 mod ack_durability;
 mod ack_known_lease;
+mod ack_repeated_transaction_id;
 mod ack_whole_lease;
 mod admin_dlq;
 mod admin_groups;

@@ -110,6 +110,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_register_group_v1.sql"),
     function!("log_render_failed_v1.sql"),
     function!("log_resolve_offsets_v1.sql"),
+    function!("log_resolve_offsets_v2.sql"),
     function!("log_seed_cursor_v1.sql"),
     function!("message_get_v1.sql"),
     function!("message_segment_lock_v1.sql"),
