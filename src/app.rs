@@ -235,7 +235,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         draining: CancellationToken::new(),
         this: this.clone(),
         encrypted_queues: Default::default(),
-        dedup: DedupWindows::new(config.push.dedup_max_entries),
+        dedup: Arc::new(DedupWindows::new(config.push.dedup_max_entries)),
         leases: Default::default(),
         push_combiner: PushCombiner::new(CombineConfig {
             writers: config.push.writers,

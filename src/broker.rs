@@ -51,7 +51,7 @@ pub struct Broker {
     /// Which queues seal their payloads, as this node last read it.
     pub encrypted_queues: EncryptedQueues,
     /// Per partition, the transaction ids stored within the dedup window (push dedup).
-    pub dedup: DedupWindows,
+    pub dedup: Arc<DedupWindows>,
     /// What this node's claims leased, so the acks of its own pops skip re-reading them.
     pub leases: LeaseBook,
     /// The writers that combine concurrent pushes into shared commits.

@@ -68,7 +68,7 @@
 //! files dead letters, and releases the lease once everything delivered is done.
 //!
 //! **Retention.** `retention` runs on every node; the one holding the sweeper lease deletes
-//! segments past their queue's retention (`sql/functions/retention_segments_v1.sql`),
+//! segments past their queue's retention (`sql/functions/retention_segments_v2.sql`),
 //! expired dead letters and traces, and optionally empty partitions and abandoned groups'
 //! cursors, in bounded batches. Consumers behind deleted segments continue at the first
 //! remaining message.

@@ -6,7 +6,7 @@
 //! and (when configured) empty partitions and abandoned groups' cursors. Each batch is one
 //! transaction that renews the lease first, so two nodes never sweep at once, and a dead
 //! node's turn passes to another once its lease runs out. What it decides to delete is in
-//! SQL (`sql/functions/retention_segments_v1.sql`); this task only paces it and counts what it did.
+//! SQL (`sql/functions/retention_segments_v2.sql`); this task only paces it and counts what it did.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -92,6 +92,7 @@ async fn sweep(broker: &Broker, config: &RetentionConfig, holder: &str) -> Resul
                 after,
                 config.default_secs,
                 config.default_completed_secs,
+                broker.config.push.dedup_window_secs,
             )
             .await?
         };

@@ -6,7 +6,7 @@
 -- Acknowledges messages of one (partition p_pid, consumer group p_group). Items are
 -- parallel arrays (1-based); p_hashes[i] is queen.txn_hash(p_txn_ids[i]), which the broker
 -- computes. p_offsets, or any p_offsets[i], may be NULL: the offset is then found by
--- transaction id within the lease's span (queen.log_resolve_offsets_v1, from the ids the
+-- transaction id within the lease's span (queen.log_resolve_offsets_v2, from the ids the
 -- segments store), which is what lets any node ack.
 --
 -- Locks the cursor row (FOR UPDATE: at most a short wait behind a pop) and refuses every
@@ -123,8 +123,8 @@ BEGIN
     v_err := array_fill(NULL::text, ARRAY[v_n]);
     v_dlq := array_fill(false, ARRAY[v_n]);
     IF p_offsets IS NULL OR array_position(p_offsets, NULL) IS NOT NULL THEN
-        v_offs := queen.log_resolve_offsets_v1(p_pid, v_c.committed, v_c.batch_end, p_hashes,
-                                               p_txn_ids);
+        v_offs := queen.log_resolve_offsets_v2(p_pid, v_c.committed, v_c.batch_end, p_hashes,
+                                               p_txn_ids, v_c.acked_ahead);
         IF p_offsets IS NOT NULL THEN
             SELECT array_agg(coalesce(o.off, v_offs[o.i]) ORDER BY o.i) INTO v_offs
             FROM unnest(p_offsets) WITH ORDINALITY AS o (off, i);

@@ -9,9 +9,10 @@
 --     0. The emptiness is checked again under the row lock, since a push may have landed
 --     since the scan;
 --   * with p_idle_group_secs > 0, forgets at most p_budget consumer groups of a queue
---     (never queue mode), registered longer ago than that, whose cursors there were
---     neither consumed nor leased for that long and hold no live lease: their cursors and
---     their subscription row.
+--     (never queue mode), registered longer ago than that, not seen waiting for that long
+--     (last_seen_at, set by queen.consumer_group_seen_v1: a long-poll on an empty queue is
+--     activity), whose cursors there were neither consumed nor leased for that long and
+--     hold no live lease: their cursors and their subscription row.
 -- Returns the numbers of partitions and of cursor rows deleted.
 --
 -- Locks: the deleted rows. Partitions, and their cursor rows, that another transaction
@@ -70,6 +71,8 @@ BEGIN
             SELECT m.consumer_group, m.queue_id FROM queen.consumer_groups_metadata m
             WHERE m.consumer_group <> '__QUEUE_MODE__'
               AND m.created_at < v_now - make_interval(secs => p_idle_group_secs)
+              AND (m.last_seen_at IS NULL
+                   OR m.last_seen_at < v_now - make_interval(secs => p_idle_group_secs))
               AND NOT EXISTS (
                   SELECT 1 FROM queen.log_consumers c
                   JOIN queen.log_partitions lp ON lp.id = c.partition_id

@@ -3,7 +3,7 @@
 -- A segment's 48-bit transaction-id keys (see queen.txn_key) in offset order, from
 -- whichever it stores: the txn_keys_hi/txn_keys_lo pair (p_hi, p_lo) or the 64-bit
 -- txn_hashes (p_hashes, each shifted right by 16). NULL when it holds neither (a segment
--- whose ids are only in queen.dedup). queen.log_resolve_offsets_v1 uses it to compare
+-- whose ids are only in queen.dedup). queen.log_resolve_offsets_v2 uses it to compare
 -- both kinds of segment alike.
 --
 -- Immutable: no table access, no locks. No notifications.

@@ -60,6 +60,8 @@ pub struct GroupActor {
     hints: Vec<PartitionRef>,
     lent: usize,
     last_used: Instant,
+    /// When a pop was last told to write the group's `last_seen_at` ([`Seen`]).
+    seen_written: Option<Instant>,
 }
 
 impl GroupActor {
@@ -94,6 +96,7 @@ impl GroupActor {
             hints: Vec::new(),
             lent: 0,
             last_used: Instant::now(),
+            seen_written: None,
         }
     }
 
@@ -331,6 +334,22 @@ impl Handler<Park> for GroupActor {
     fn handle(&mut self, _: Park, _: &mut Self::Context) -> Self::Result {
         self.last_used = Instant::now();
         MessageResult(self.gate.park())
+    }
+}
+
+impl Handler<Seen> for GroupActor {
+    type Result = bool;
+
+    fn handle(&mut self, msg: Seen, _: &mut Self::Context) -> bool {
+        let now = Instant::now();
+        if self
+            .seen_written
+            .is_some_and(|at| now.duration_since(at) < msg.every)
+        {
+            return false;
+        }
+        self.seen_written = Some(now);
+        true
     }
 }
 

@@ -34,7 +34,8 @@ pub struct RetentionConfig {
     /// traces or a live lease) not written for this long are removed (default 0: never).
     pub empty_partition_secs: i32,
     /// `QUEEN_IDLE_GROUP_SECS`: a consumer group whose cursors in a queue were neither
-    /// consumed nor leased for this long is forgotten there, cursors and subscription;
+    /// consumed nor leased for this long, and that was not seen waiting there (an empty
+    /// pop, `log::pop`) for this long, is forgotten there, cursors and subscription;
     /// coming back, it starts as a new group (default 0: never, because with `all` it would
     /// receive the retained backlog again).
     pub idle_group_secs: i32,

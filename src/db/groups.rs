@@ -1,4 +1,5 @@
-//! Consumer-group registration: the wrapper of `queen.log_register_group_v1`.
+//! Consumer-group registration and liveness: the wrappers of `queen.log_register_group_v1`
+//! and `queen.consumer_group_seen_v1`.
 
 use chrono::{DateTime, Utc};
 
@@ -28,4 +29,24 @@ pub async fn register_conflation(
         .map_err(|e| DbError::query("log_register_group_v1", e));
     let row = row.map_err(|e| conn.note(e))?;
     Ok(row.get(0))
+}
+
+const SEEN: &str = "SELECT queen.consumer_group_seen_v1($1, $2, $3)";
+
+/// Records that a group is waiting for messages of a queue now (its `last_seen_at`), which
+/// the idle-group sweep counts as activity (`queen.consumer_group_seen_v1`).
+pub async fn seen(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: &str,
+    group: &str,
+) -> Result<(), DbError> {
+    let st = conn.statement("consumer_group_seen_v1", SEEN).await?;
+    let done = conn
+        .client()
+        .execute(&st, &[&tenant, &queue, &group])
+        .await
+        .map_err(|e| DbError::query("consumer_group_seen_v1", e));
+    done.map_err(|e| conn.note(e))?;
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! The retention sweeper's SQL: the wrappers of `queen.sweeper_lease_v1`,
-//! `queen.sweeper_release_v1`, `queen.retention_segments_v1`, `queen.retention_rows_v1` and
+//! `queen.sweeper_release_v1`, `queen.retention_segments_v2`, `queen.retention_rows_v1` and
 //! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`), and the table sizes
 //! `/metrics` reports.
 //!
@@ -53,9 +53,9 @@ pub struct Budget {
     pub lease_ms: i32,
 }
 
-/// One batch of segment retention (`queen.retention_segments_v1`), under the lease;
+/// One batch of segment retention (`queen.retention_segments_v2`), under the lease;
 /// `None` when another node holds it.
-#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "retention_segments_v1"))]
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "retention_segments_v2"))]
 pub async fn segments(
     conn: &mut PgConn,
     holder: &str,
@@ -63,8 +63,9 @@ pub async fn segments(
     after: Option<i64>,
     default_secs: i32,
     default_completed_secs: i32,
+    default_dedup_secs: i32,
 ) -> Result<Option<SegmentBatch>, DbError> {
-    let op = "retention_segments_v1";
+    let op = "retention_segments_v2";
     let result = async {
         let tx = conn.client().transaction().await?;
         if !leased(&tx, holder, budget.lease_ms).await? {
@@ -73,12 +74,13 @@ pub async fn segments(
         let rows = tx
             .query(
                 "SELECT tenant, queue, segments, bytes, dedup_rows, resume_after
-                 FROM queen.retention_segments_v1($1, $2, $3, $4)",
+                 FROM queen.retention_segments_v2($1, $2, $3, $4, $5)",
                 &[
                     &after,
                     &budget.batch,
                     &default_secs,
                     &default_completed_secs,
+                    &default_dedup_secs,
                 ],
             )
             .await?;

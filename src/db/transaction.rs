@@ -4,11 +4,17 @@
 //! It only runs statements; what the rows mean, and what to tell the actors after the
 //! commit, is decided by the callers in `log`.
 
+use std::sync::Mutex;
+
 use tokio_postgres::{Statement, Transaction};
 
 use super::ack::{self, AckAnswer, AckDurability, AckItem, AckStatements, AckTarget};
 use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
 use super::{DbError, PgConn};
+
+/// Work that must see only committed data: run by [`DataTransaction::commit`] after the
+/// commit succeeded, dropped unrun by a rollback (or a drop).
+type AfterCommit = Box<dyn FnOnce() + Send>;
 
 const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v2($1, $2)";
 
@@ -17,6 +23,8 @@ const LEASE_REQUIRE: &str = "SELECT lease_id, live FROM queen.lease_require_v2($
 /// `ROLLBACK` before the connection's next statement).
 pub struct DataTransaction<'c> {
     tx: Transaction<'c>,
+    /// What to do once the commit succeeded (see [`Self::after_commit`]).
+    after_commit: Mutex<Vec<AfterCommit>>,
     push: AppendStatements,
     segment: Statement,
     ack: AckStatements,
@@ -37,6 +45,7 @@ impl<'c> DataTransaction<'c> {
             .map_err(|e| DbError::query("begin", e))?;
         Ok(Self {
             tx,
+            after_commit: Mutex::new(Vec::new()),
             push,
             segment,
             ack,
@@ -102,12 +111,28 @@ impl<'c> DataTransaction<'c> {
             .collect())
     }
 
-    /// Commits everything done in the transaction.
+    /// Runs `work` when, and only when, this transaction commits: for what a caller learned
+    /// inside it that others may rely on only once it is durable (a dedup window learning
+    /// segments this transaction wrote itself, `log/push/append.rs`). In call order.
+    pub fn after_commit(&self, work: impl FnOnce() + Send + 'static) {
+        self.after_commit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(work));
+    }
+
+    /// Commits everything done in the transaction, then runs the work left for after it.
     pub async fn commit(self) -> Result<(), DbError> {
+        let after =
+            std::mem::take(&mut *self.after_commit.lock().unwrap_or_else(|e| e.into_inner()));
         self.tx
             .commit()
             .await
-            .map_err(|e| DbError::query("commit", e))
+            .map_err(|e| DbError::query("commit", e))?;
+        for work in after {
+            work();
+        }
+        Ok(())
     }
 
     /// Rolls everything back and waits for the server to confirm, so the connection goes

@@ -51,7 +51,8 @@ pub enum ApiError {
     #[error("{0}")]
     TenantLimit(String),
     /// This node cannot take the request now, though the request is sound (the push spool
-    /// is full or its disk failed while the database is away): 503 with this text and
+    /// is full or its disk failed while the database is away, or an append that cannot be
+    /// spooled would overtake what the spool holds): 503 with this text and
     /// `Retry-After`, which clients retry.
     #[error("{0}")]
     Unavailable(String),
@@ -115,6 +116,7 @@ impl From<TransactionError> for ApiError {
         match e {
             TransactionError::Db(db) => ApiError::Db(db),
             TransactionError::Push(push) => ApiError::from(push),
+            TransactionError::Held(held) => ApiError::Unavailable(held.to_string()),
         }
     }
 }

@@ -47,7 +47,8 @@ struct RawPush<'a> {
     responses(
         (status = 200, description = "success with results, or failure with nothing changed", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
-        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 503, description = "push maintenance is on, or a pushed partition has spooled pushes not stored yet: retry later, nothing changed", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
 pub async fn transaction(

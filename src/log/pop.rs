@@ -18,14 +18,15 @@ use std::time::{Duration, Instant};
 use actix::MailboxError;
 use chrono::{DateTime, Utc};
 use tokio::sync::oneshot;
-use tracing::instrument;
+use tracing::{instrument, warn};
 use uuid::Uuid;
 
-use crate::actors::group::{Park, PlanPop, PopPlan, WildcardDone};
+use crate::actors::group::{Park, PlanPop, PopPlan, Seen, WildcardDone};
 use crate::actors::wake_gate::WakeSource;
 use crate::actors::GroupKey;
 use crate::broker::{Broker, MIN_POP_WAIT_IN_USE};
 use crate::config::PopConfig;
+use crate::db::groups;
 use crate::db::pop::{claim, ClaimParams, ClaimedSlice, PopScope};
 use crate::db::{Conn, DbError};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName, Tenant};
@@ -36,6 +37,11 @@ mod hotlist;
 pub mod unrenderable;
 
 pub use claim::{Claim, Delivery};
+
+/// The least and the most time between two writes of a waiting group's `last_seen_at`
+/// (see [`seen`]).
+const SEEN_MIN: Duration = Duration::from_secs(1);
+const SEEN_MAX: Duration = Duration::from_secs(60);
 
 /// Which partitions a pop may claim from (validated names).
 #[derive(Debug, Clone)]
@@ -298,6 +304,7 @@ async fn serve_partition<'a>(
         if pop.time_left().is_none() {
             return Ok(None);
         }
+        seen(pop, &key).await;
         let gate = pop.broker.registry.group(&key).send(Park).await.ok();
         attempt = if pop.park(gate, attempt).await {
             0
@@ -370,6 +377,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
         if pop.time_left().is_none() {
             return Ok(None);
         }
+        seen(pop, &key).await;
         let gate = match gate {
             Some(gate) => Some(gate),
             None => pop.broker.registry.group(&key).send(Park).await.ok(),
@@ -379,6 +387,36 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
         } else {
             attempt + 1
         };
+    }
+}
+
+/// Before a pop of a named group waits for messages: has the group's `last_seen_at`
+/// written when its actor says one is due ([`Seen`]), so the idle-group sweep
+/// (`QUEEN_IDLE_GROUP_SECS`) does not forget a group that is waiting, not abandoned. At
+/// most one write per group, node and interval (a quarter of the idle limit, 1 s to 60 s),
+/// none with the sweep off or in queue mode. A failure is logged; the pop waits anyway.
+async fn seen(pop: &Pop<'_>, key: &GroupKey) {
+    let idle = pop.broker.config.retention.idle_group_secs;
+    if idle <= 0 || key.group.is_queue_mode() {
+        return;
+    }
+    let every = (Duration::from_secs(idle as u64) / 4).clamp(SEEN_MIN, SEEN_MAX);
+    let due = pop.broker.registry.group(key).send(Seen { every }).await;
+    if !matches!(due, Ok(true)) {
+        return;
+    }
+    let written = async {
+        let mut conn = pop.broker.db.conn().await?;
+        groups::seen(
+            &mut conn,
+            key.tenant.as_str(),
+            key.queue.as_str(),
+            key.group.as_str(),
+        )
+        .await
+    };
+    if let Err(e) = written.await {
+        warn!(error = %e, "could not record a waiting consumer group as seen");
     }
 }
 

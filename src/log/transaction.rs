@@ -21,6 +21,7 @@ use crate::log::push::error::PushError;
 use crate::log::push::prepare;
 use crate::log::push::prepared::PreparedPush;
 use crate::log::push::stage::stage;
+use crate::spool::order::{self, Held};
 
 mod plan;
 
@@ -110,6 +111,11 @@ pub enum TransactionError {
     /// key on this node).
     #[error("push could not be built")]
     Push(#[source] PushError),
+    /// A push of the bundle would overtake pushes the spool holds (push maintenance, or a
+    /// partition with spooled records): refused whole, retryable (see
+    /// [`crate::spool::order`]).
+    #[error(transparent)]
+    Held(#[from] Held),
 }
 
 impl From<PushError> for TransactionError {
@@ -141,6 +147,19 @@ pub async fn apply(
             failed_index: Some(plan.slots),
         });
     }
+    // The spool's order: checked before anything is prepared or locked. A bundle without
+    // pushes appends nothing and is never held.
+    order::check(
+        broker,
+        tenant,
+        plan.steps
+            .iter()
+            .flat_map(|step| match step {
+                Step::Push { items, .. } => items.as_slice(),
+                Step::Acks { .. } => &[],
+            })
+            .map(|item| (&item.queue, &item.partition)),
+    )?;
     if bundle.operations.is_empty() && plan.leases.is_empty() {
         return Ok(BundleOutcome::Committed {
             transaction_id,

@@ -10,6 +10,8 @@
 //! - [`intake`]: the push path's choice between the database and the spool; [`away`]:
 //!   the node's belief that the database is away, so an outage costs one pool timeout,
 //!   not one per push.
+//! - [`order`]: the rule for paths that append without the spool (transaction bundles,
+//!   the dead-letter retry): refused with a retryable 503 while they could overtake it.
 //! - `state`: the counts the three share (what is pending, per partition), and the
 //!   start-up count of what an earlier run left; `error`: why a push was not spooled.
 //!
@@ -41,6 +43,7 @@ pub mod away;
 mod error;
 pub mod files;
 pub mod intake;
+pub mod order;
 pub mod record;
 pub mod replay;
 mod state;
@@ -169,6 +172,16 @@ impl Spool {
             }
         }
         false
+    }
+
+    /// True when `partition` of `queue` has spooled records not yet replayed.
+    pub fn holds(&self, tenant: &Tenant, queue: &QueueName, partition: &PartitionName) -> bool {
+        if self.shared.records.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let key = (tenant.clone(), queue.clone(), partition.clone());
+        let pending = self.shared.pending.lock().expect("spool lock");
+        pending.partitions.contains_key(&key)
     }
 
     /// Records not yet replayed.

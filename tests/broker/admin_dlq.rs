@@ -11,7 +11,7 @@ use crate::support::{payloads, TestBroker};
 
 /// Pushes `["dead", 1, 2]` to a queue with retry limit 1 and fails the first message twice,
 /// so it is dead-lettered; then consumes and acks the other two. Returns the dead message.
-async fn dead_letter_one(b: &TestBroker, queue: &str) -> Value {
+pub(crate) async fn dead_letter_one(b: &TestBroker, queue: &str) -> Value {
     configure(b, queue, json!({ "retryLimit": 1 })).await;
     b.push(
         queue,

@@ -150,7 +150,7 @@ async fn segments_without_hashes_still_dedup_and_ack() {
     assert!(acks.iter().all(|x| x["success"] == true), "{acks:?}");
 }
 
-async fn push_one(b: &TestBroker, queue: &str, txn: &str, payload: Value) -> Value {
+pub(crate) async fn push_one(b: &TestBroker, queue: &str, txn: &str, payload: Value) -> Value {
     let item = json!({"queue": queue, "partition": "p", "transactionId": txn, "payload": payload});
     let (status, body) = b.post("/api/v1/push", &json!({ "items": [item] })).await;
     assert_eq!(
@@ -161,7 +161,7 @@ async fn push_one(b: &TestBroker, queue: &str, txn: &str, payload: Value) -> Val
     body[0].clone()
 }
 
-async fn configure(b: &TestBroker, queue: &str, options: Value) {
+pub(crate) async fn configure(b: &TestBroker, queue: &str, options: Value) {
     let (status, body) = b
         .post(
             "/api/v1/configure",
@@ -175,7 +175,7 @@ async fn configure(b: &TestBroker, queue: &str, options: Value) {
     );
 }
 
-async fn stored_messages(b: &TestBroker) -> i64 {
+pub(crate) async fn stored_messages(b: &TestBroker) -> i64 {
     b.sql()
         .await
         .query_one(

@@ -17,6 +17,10 @@ pub const FAST_SWEEP: &[(&str, &str)] = &[
     ("QUEEN_RETENTION_PAUSE_MS", "10"),
 ];
 
+/// An age past the retention these tests configure (60 s) and past the default dedup
+/// window (300 s), inside which retention keeps a segment (see `retention_dedup`).
+pub const PAST_RETENTION: i64 = 400;
+
 /// Makes the segments of a queue's partition from `base_offset` down older by `secs`.
 pub async fn age_segments(b: &TestBroker, queue: &str, partition: &str, up_to: i64, secs: i64) {
     b.sql()
@@ -68,8 +72,8 @@ async fn segments_past_retention_go_and_consumers_behind_continue_at_the_first_r
         .await;
     assert_eq!(payloads(&first), numbers(0..1));
 
-    // Act: the first segment is now two minutes old.
-    age_segments(&b, "rt-time", "p", 0, 120).await;
+    // Act: the first segment is now older than the retention and the dedup window.
+    age_segments(&b, "rt-time", "p", 0, PAST_RETENTION).await;
     until_segments(&b, "rt-time", 1).await;
 
     // Assert
@@ -129,7 +133,7 @@ async fn a_partition_emptied_by_retention_is_sealed_and_delivers_only_what_comes
     let b = TestBroker::start_with(FAST_SWEEP).await;
     configure(&b, "rt-empty", json!({"retentionSeconds": 60})).await;
     b.push("rt-empty", "p", &numbers(0..4)).await;
-    age_segments(&b, "rt-empty", "p", i64::MAX, 120).await;
+    age_segments(&b, "rt-empty", "p", i64::MAX, PAST_RETENTION).await;
 
     // Act
     until_segments(&b, "rt-empty", 0).await;
@@ -166,7 +170,7 @@ async fn completed_retention_deletes_only_what_every_cursor_passed() {
         .pop_messages("/api/v1/pop/queue/rt-done?batch=1&consumerGroup=g&autoAck=true")
         .await;
     assert_eq!(payloads(&one), numbers(0..1));
-    age_segments(&b, "rt-done", "p", i64::MAX, 120).await;
+    age_segments(&b, "rt-done", "p", i64::MAX, PAST_RETENTION).await;
 
     // Act / Assert: only the first goes while g lags.
     until_segments(&b, "rt-done", 2).await;
@@ -198,7 +202,7 @@ async fn completed_retention_deletes_only_what_every_cursor_passed() {
         )
         .await
         .unwrap();
-    age_segments(&b, "rt-held", "p", i64::MAX, 120).await;
+    age_segments(&b, "rt-held", "p", i64::MAX, PAST_RETENTION).await;
     let runs_before = metrics(&b).await["retention"]["runs"].as_u64().unwrap();
     eventually(Duration::from_secs(10), || async {
         let runs = metrics(&b).await["retention"]["runs"].as_u64().unwrap();
@@ -255,7 +259,7 @@ async fn dead_letters_traces_and_legacy_dedup_rows_expire() {
     )
     .await
     .unwrap();
-    age_segments(&b, "rt-rows", "Default", i64::MAX, 120).await;
+    age_segments(&b, "rt-rows", "Default", i64::MAX, PAST_RETENTION).await;
 
     // Act
     until_segments(&b, "rt-rows", 0).await;

@@ -50,7 +50,13 @@ async fn completed_retention_during_pushes_and_acks_loses_and_duplicates_nothing
         ])
         .await,
     );
-    configure(&b, "rc-done", json!({"completedRetentionSeconds": 1})).await;
+    // A segment stays for the queue's dedup window whatever the retention: a short one.
+    configure(
+        &b,
+        "rc-done",
+        json!({"completedRetentionSeconds": 1, "dedupWindowSeconds": 1}),
+    )
+    .await;
     let total = PARTITIONS * ROUNDS * PER_ROUND;
     let deadline = Instant::now() + Duration::from_secs(120);
 
@@ -112,7 +118,13 @@ async fn time_retention_under_a_slow_consumer_skips_only_deleted_messages_and_re
         ])
         .await,
     );
-    configure(&b, "rc-time", json!({"retentionSeconds": 1})).await;
+    // A segment stays for the queue's dedup window whatever the retention: a short one.
+    configure(
+        &b,
+        "rc-time",
+        json!({"retentionSeconds": 1, "dedupWindowSeconds": 1}),
+    )
+    .await;
 
     // Act: the producer runs; the group pops slowly, then drains what is left.
     let producer = tokio::spawn(produce(b.clone(), "rc-time"));
@@ -255,7 +267,13 @@ async fn a_cursor_starting_during_a_sweep_keeps_completed_retention_off_its_part
     // Arrange: queue mode consumed everything more than the completed retention ago; the
     // broker's own sweeper stays idle so the test calls the batch itself.
     let b = TestBroker::start_with(&[("QUEEN_RETENTION_INTERVAL_MS", "3600000")]).await;
-    configure(&b, "rc-race", json!({"completedRetentionSeconds": 1})).await;
+    // A segment stays for the queue's dedup window whatever the retention: a short one.
+    configure(
+        &b,
+        "rc-race",
+        json!({"completedRetentionSeconds": 1, "dedupWindowSeconds": 1}),
+    )
+    .await;
     for round in 0..3 {
         b.push("rc-race", "p", &[json!(round)]).await;
     }
@@ -289,7 +307,7 @@ async fn a_cursor_starting_during_a_sweep_keeps_completed_retention_off_its_part
         .await
         .unwrap();
     let sweep = "SELECT coalesce(sum(segments), 0)::bigint \
-                 FROM queen.retention_segments_v1(NULL, 100, 0, 0)";
+                 FROM queen.retention_segments_v2(NULL, 100, 0, 0, 0)";
     let during: i64 = sweeper.query_one(sweep, &[]).await.unwrap().get(0);
     starter.batch_execute("COMMIT").await.unwrap();
     let after: i64 = sweeper.query_one(sweep, &[]).await.unwrap().get(0);

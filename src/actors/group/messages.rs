@@ -186,6 +186,17 @@ pub struct GroupStats {
     pub reseeding: bool,
 }
 
+/// A pop of the group found nothing and is about to wait: answers true when the group's
+/// `last_seen_at` should be written now (the last answer true is at least `every` ago on
+/// this actor), so the idle-group sweep sees a waiting group as active at the cost of one
+/// write per `every` per group and node, not one per empty poll.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct Seen {
+    /// The least time between two writes.
+    pub every: Duration,
+}
+
 /// Parks a pop on the wake gate (routes that do not plan through the ring).
 #[derive(Message)]
 #[rtype(result = "oneshot::Receiver<WakeSource>")]

@@ -67,6 +67,7 @@ macro_rules! function {
 pub const MIGRATIONS: &[SqlFile] = &[
     migration!("064_baseline.sql"),
     migration!("065_drop_unused_functions.sql"),
+    migration!("066_group_last_seen.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -77,6 +78,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("consumer_group_detail_v1.sql"),
     function!("consumer_group_lags_v1.sql"),
     function!("consumer_group_seek_v1.sql"),
+    function!("consumer_group_seen_v1.sql"),
     function!("consumer_group_subscription_v1.sql"),
     function!("consumer_groups_lagging_v1.sql"),
     function!("consumer_groups_v1.sql"),
@@ -109,6 +111,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_register_group_v1.sql"),
     function!("log_render_failed_v1.sql"),
     function!("log_resolve_offsets_v1.sql"),
+    function!("log_resolve_offsets_v2.sql"),
     function!("log_seed_cursor_v1.sql"),
     function!("message_get_v1.sql"),
     function!("message_segment_lock_v1.sql"),
@@ -132,6 +135,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("retention_idle_v1.sql"),
     function!("retention_rows_v1.sql"),
     function!("retention_segments_v1.sql"),
+    function!("retention_segments_v2.sql"),
     function!("segment_txn_keys.sql"),
     function!("set_maintenance_v1.sql"),
     function!("set_push_maintenance_v1.sql"),

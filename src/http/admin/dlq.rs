@@ -22,6 +22,7 @@ use crate::http::error::ApiError;
 use crate::http::query::Query;
 use crate::http::state::AppState;
 use crate::segment::{NewFrame, PayloadKey, SegmentBuilder};
+use crate::spool::order;
 
 /// Default page size (the client's default).
 const DEFAULT_LIMIT: u64 = 100;
@@ -141,7 +142,8 @@ fn render(d: &db::DeadLetter, key: Option<&PayloadKey>) -> Value {
         (status = 200, description = "appended again", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
         (status = 404, description = "no dead letter", body = crate::http::openapi::schemas::ErrorBody),
-        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
+        (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 503, description = "push maintenance is on, or the partition has spooled pushes not stored yet: retry later", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
 pub async fn retry(
@@ -158,6 +160,15 @@ pub async fn retry(
     let mut conn = state.broker.db.conn().await?;
     let letters = db::find(&mut conn, tenant.as_str(), pid, txn).await?;
     let letter = letters.first().ok_or_else(not_found)?;
+    // The copy is appended directly: never past pushes the spool holds for its partition
+    // (push maintenance, or records not replayed yet); 503, retryable, nothing changed.
+    if let (Ok(queue), Ok(partition)) = (
+        QueueName::parse(&letter.queue),
+        PartitionName::parse(&letter.partition),
+    ) {
+        order::check(&state.broker, &tenant, [(&queue, &partition)])
+            .map_err(|held| ApiError::Unavailable(held.to_string()))?;
+    }
     let key = state.broker.config.push.payload_key.as_ref();
     let stored = frame_at(
         letter.codec,

@@ -3,12 +3,16 @@
 //! against the partition's dedup window ([`super::window`]), then one `log_push_v3` call
 //! with one segment per run of items (a client's prebuilt group kept as sent when it can
 //! be). A stale answer (others appended since the window was last brought up to date)
-//! teaches the window what they stored, and the check and the call run again under the
-//! partition lock the transaction now holds.
+//! lists what they stored, and the check and the call run again under the partition lock
+//! the transaction now holds. What a stale answer lists may include this transaction's own
+//! earlier appends, not committed (a bundle pushing to one partition twice): the push keeps
+//! it in an [`Overlay`] of its own, and the node's window learns it only after the commit
+//! (`DataTransaction::after_commit`), so a rollback leaves the window as it was.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::debug;
@@ -36,7 +40,7 @@ type Ref = (usize, usize);
 pub(super) struct Request<'a> {
     pub(super) tenant: &'a Tenant,
     pub(super) requests: &'a [Staged<'a>],
-    pub(super) windows: &'a DedupWindows,
+    pub(super) windows: &'a Arc<DedupWindows>,
     pub(super) default_window_secs: i32,
     pub(super) zstd_level: i32,
     pub(super) metrics: &'a Metrics,
@@ -273,9 +277,21 @@ async fn append_partition<'a>(
 ) -> Result<(), PushError> {
     let key = WindowKey::new(req.tenant, queue, partition);
     let mut known = req.windows.known(&key);
+    let mut overlay: Option<Overlay> = None;
     for _ in 0..MAX_ROUNDS {
+        // The overlay extends the node's window from `lo` on: useless if the window no
+        // longer reaches `lo` (forgotten meanwhile); then the next call reads it whole.
+        if let Some(lo) = overlay.as_ref().and_then(|o| o.lo) {
+            if req.windows.known(&key).map_or(true, |shared| shared < lo) {
+                overlay = None;
+                known = None;
+            }
+        }
         let asked: Vec<i64> = pending.iter().map(|&r| req.key(r)).collect();
-        let hits = req.windows.find(&key, &asked);
+        let mut hits = req.windows.find(&key, &asked);
+        if let Some(overlay) = &overlay {
+            overlay.find(&asked, &mut hits);
+        }
         if hits.iter().any(Option::is_some) {
             confirm_duplicates(tx, req, &pending, &hits, outcomes).await?;
             pending.retain(|&(j, i)| outcomes[j][i].is_none());
@@ -348,9 +364,26 @@ async fn append_partition<'a>(
                     .into_iter()
                     .map(learned_from)
                     .collect::<Result<Vec<_>, _>>()?;
-                known =
-                    req.windows
-                        .learn(&key, known, partition_id, last_offset, window_secs, learned);
+                let asked_with = known;
+                known = Overlay::extend(
+                    &mut overlay,
+                    asked_with,
+                    partition_id,
+                    window_secs,
+                    &learned,
+                )
+                .then_some(last_offset);
+                let (windows, key) = (req.windows.clone(), key.clone());
+                tx.after_commit(move || {
+                    windows.learn(
+                        &key,
+                        asked_with,
+                        partition_id,
+                        last_offset,
+                        window_secs,
+                        learned,
+                    );
+                });
             }
         }
     }
@@ -358,6 +391,67 @@ async fn append_partition<'a>(
         queue: queue.to_string(),
         partition: partition.to_string(),
     })
+}
+
+/// What one push learned from stale answers inside its transaction, on top of the node's
+/// window: the keys of the partition's offsets above `lo` (everything when `lo` is None)
+/// within the window's length, latest offset per key.
+struct Overlay {
+    lo: Option<i64>,
+    partition_id: i64,
+    index: HashMap<i64, i64, foldhash::fast::RandomState>,
+}
+
+impl Overlay {
+    /// Adds a stale answer to `asked_with` (the `known` its call sent): starts the overlay
+    /// at `asked_with` on the first one, extends it after. False when the answer cannot be
+    /// used (no window, or the partition changed): the next call must read the whole window.
+    fn extend(
+        overlay: &mut Option<Overlay>,
+        asked_with: Option<i64>,
+        partition_id: i64,
+        window_secs: i32,
+        learned: &[Learned],
+    ) -> bool {
+        if window_secs <= 0
+            || overlay
+                .as_ref()
+                .is_some_and(|o| o.partition_id != partition_id)
+        {
+            *overlay = None;
+            return false;
+        }
+        let length = Duration::from_secs(window_secs as u64);
+        let o = overlay.get_or_insert_with(|| Overlay {
+            lo: asked_with,
+            partition_id,
+            index: HashMap::default(),
+        });
+        let mut learned: Vec<&Learned> = learned
+            .iter()
+            .filter(|(_, age, _)| *age <= length)
+            .collect();
+        learned.sort_by_key(|(base, _, _)| *base);
+        for (base, _, keys) in learned {
+            for (k, h) in keys.iter().enumerate() {
+                o.index.insert(*h, base + k as i64);
+            }
+        }
+        true
+    }
+
+    /// Fills `hits` (the node window's answer for `asked`) with what the overlay holds: its
+    /// offsets are newer than the window's.
+    fn find(&self, asked: &[i64], hits: &mut [Option<Hit>]) {
+        for (h, hit) in asked.iter().zip(hits.iter_mut()) {
+            if let Some(&offset) = self.index.get(h) {
+                *hit = Some(Hit {
+                    partition_id: self.partition_id,
+                    offset,
+                });
+            }
+        }
+    }
 }
 
 /// Segments of one partition's pending items: (count, codec, bytes) per run.

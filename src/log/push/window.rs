@@ -4,10 +4,11 @@
 //! PostgreSQL stays the source of truth. A window covers the partition's offsets up to
 //! `covered_to`; `queen.log_push_v3` appends only when the partition's last offset (read
 //! under its row lock) equals it, and otherwise answers with the segments other writers
-//! (other nodes, or this node's concurrent pushes) stored since, which [`DedupWindows::learn`]
-//! adds before the push checks again. Only committed data enters a window: what a push
-//! learned under the lock (others' committed segments), and its own segments after its
-//! commit ([`DedupWindows::stored`]). A hit is a candidate: the caller compares the stored
+//! (other nodes, or this node's concurrent pushes, or earlier appends of the push's own
+//! transaction) stored since; the push checks again against them (its overlay,
+//! `super::append`). Only committed data enters a window: what a push learned under the lock
+//! ([`DedupWindows::learn`]) and its own segments ([`DedupWindows::stored`]), both after its
+//! transaction committed, so a rollback teaches a window nothing. A hit is a candidate: the caller compares the stored
 //! frame's transaction id before answering `duplicate`.
 //!
 //! Memory is bounded: segments older than the window are dropped as they are met (and by a

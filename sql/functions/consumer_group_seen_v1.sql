@@ -1,0 +1,20 @@
+-- queen.consumer_group_seen_v1(p_tenant, p_queue, p_group) -> void
+--
+-- Records that consumer group p_group of queue p_queue (of tenant p_tenant) is waiting for
+-- messages now: sets its subscription row's last_seen_at, which the idle-group sweep
+-- (queen.retention_idle_v1) counts as activity like a consumption or a lease. Called by a
+-- pop that found nothing, at most once per interval per group and node (the group actor
+-- decides, src/actors/group.rs), so an idle long-poll costs no write per poll. A group
+-- without a subscription row (queue mode, or one not registered yet) changes nothing.
+--
+-- Locks: the one subscription row. No notifications.
+CREATE OR REPLACE FUNCTION queen.consumer_group_seen_v1(
+    p_tenant text,
+    p_queue  text,
+    p_group  text
+) RETURNS void LANGUAGE sql VOLATILE AS $$
+    UPDATE queen.consumer_groups_metadata m SET last_seen_at = clock_timestamp()
+    FROM queen.queues q
+    WHERE q.tenant = p_tenant AND q.name = p_queue
+      AND m.queue_id = q.id AND m.consumer_group = p_group;
+$$;
