@@ -2,6 +2,7 @@
 //! maintenance is on, and stored later, each once, in order per partition. The SIGKILL
 //! test runs real broker processes and lives with them (`nodes::spool_kill`).
 
+mod failed_write;
 mod full;
 mod load;
 mod maintenance;
