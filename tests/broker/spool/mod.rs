@@ -4,6 +4,7 @@
 
 mod failed_write;
 mod full;
+mod large;
 mod load;
 mod maintenance;
 mod outage;
