@@ -63,6 +63,7 @@ mod postgres_tls;
 mod push;
 mod push_caps;
 mod push_combining;
+mod push_outage;
 mod push_single_append;
 mod queue_ttl;
 mod retention;
