@@ -26,6 +26,7 @@ mod console_routes;
 mod console_token;
 mod dead_letter_switches;
 mod dedup_window;
+mod dlq_page_bytes;
 mod dlq_retry_groups;
 mod docs;
 mod dropped_requests;
