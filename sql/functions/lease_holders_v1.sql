@@ -2,17 +2,19 @@
 --
 -- The cursor rows (queen.log_consumers) held right now under any of the lease ids, that is
 -- with worker_id = the lease. queen.log_lease_extend_v2 and queen.lease_require_v2 find
--- their rows through it. A lease id leads to its rows in one of three ways:
+-- their rows through it. A lease id leads to its rows in one of two ways:
 --   * the broker's one-partition claim (the hot path) names the partition in the lease id,
 --     "<uuid>.<partition id>" (queen.lease_partition reads it): the row is found through
 --     the primary key;
 --   * queen.log_pop_v3 (every other claim; it may lease several partitions under one id)
 --     grants a bare uuid and writes it into shared_lease too, which is indexed. That column
 --     is never cleared: a release sets worker_id NULL, and a stale shared_lease matches
---     nothing since every lookup also asks worker_id = the lease;
---   * a bare id found neither way is looked for by a scan of the cursor rows: leases that
---     brokers of the previous version grant from their one-partition claim during a rolling
---     upgrade, and leases already gone.
+--     nothing since every lookup also asks worker_id = the lease.
+-- A bare id found neither way holds nothing and answers no row, and costs no scan of the
+-- cursor rows (there is no index on worker_id, below): every claim of this release and of
+-- the oldest one a rolling upgrade runs beside (d5ce15b, README "Schema migrations")
+-- names its partition or fills shared_lease, so an unknown or guessed id is looked up
+-- through the primary key and the shared_lease index only.
 --
 -- Why not an index on worker_id: every claim sets worker_id and every release clears it, so
 -- with an index neither update could be HOT, and each pop and ack wrote index entries
@@ -28,35 +30,15 @@ CREATE OR REPLACE FUNCTION queen.lease_holders_v1(p_leases text[])
 RETURNS TABLE (partition_id bigint, consumer_group text)
 LANGUAGE plpgsql STABLE AS $$
 #variable_conflict use_column
-DECLARE
-    r       record;
-    v_found text[] := '{}';
-    v_rest  text[];
 BEGIN
-    FOR r IN
-        SELECT c.partition_id, c.consumer_group, c.worker_id
-        FROM unnest(p_leases) AS l (id)
-        JOIN queen.log_consumers c
-          ON c.partition_id = queen.lease_partition(l.id) AND c.worker_id = l.id
-        UNION ALL
-        SELECT c.partition_id, c.consumer_group, c.worker_id
-        FROM queen.log_consumers c
-        WHERE c.shared_lease = ANY (p_leases) AND c.worker_id = c.shared_lease
-    LOOP
-        partition_id := r.partition_id;
-        consumer_group := r.consumer_group;
-        RETURN NEXT;
-        v_found := v_found || r.worker_id;
-    END LOOP;
-
-    -- Bare ids that matched nothing above: a scan.
-    v_rest := ARRAY(SELECT DISTINCT u.id FROM unnest(p_leases) AS u (id)
-                    WHERE queen.lease_partition(u.id) IS NULL AND u.id <> ALL (v_found));
-    IF cardinality(v_rest) > 0 THEN
-        RETURN QUERY
-        SELECT c.partition_id, c.consumer_group
-        FROM queen.log_consumers c
-        WHERE c.worker_id = ANY (v_rest) AND c.shared_lease IS DISTINCT FROM c.worker_id;
-    END IF;
+    RETURN QUERY
+    SELECT c.partition_id, c.consumer_group
+    FROM unnest(p_leases) AS l (id)
+    JOIN queen.log_consumers c
+      ON c.partition_id = queen.lease_partition(l.id) AND c.worker_id = l.id
+    UNION ALL
+    SELECT c.partition_id, c.consumer_group
+    FROM queen.log_consumers c
+    WHERE c.shared_lease = ANY (p_leases) AND c.worker_id = c.shared_lease;
 END;
 $$;

@@ -4,6 +4,11 @@
 //! `http::auth` reads the route tables' source and fails when one has none, and the README's
 //! table lists the same rows. A request that matches no row (an unknown path, or a method
 //! the route does not serve) needs `admin`: a route added without a rule is closed, not open.
+//!
+//! One route asks more than its row once it has read the stored data: `POST
+//! /api/v1/configure` is `read-write` here, and its handler (`src/http/configure.rs`) asks
+//! `admin` for the changes `src/domain/option_changes.rs` lists (an existing queue's data
+//! going sooner or being refused).
 
 use actix_web::dev::ResourceDef;
 use actix_web::http::Method;

@@ -1,5 +1,5 @@
-//! Queue configuration: the wrapper of `queen.configure_queue_v1`, the queue's encryption
-//! switch, and the health probe.
+//! Queue configuration: the wrapper of `queen.configure_queue_v1`, the stored row a
+//! configure compares with, the queue's encryption switch, and the health probe.
 
 use serde_json::Value;
 
@@ -41,6 +41,26 @@ pub async fn configure(
         partition_id: row.get(1),
         effective: row.get(2),
     })
+}
+
+const STORED: &str = "SELECT to_jsonb(q) FROM queen.queues q WHERE q.tenant = $1 AND q.name = $2";
+
+/// A queue's stored row (column names) as JSON, or `None` when the queue does not exist:
+/// what a configure compares its requested options with before it needs `admin`.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "queue_row"))]
+pub async fn stored_row(
+    conn: &mut PgConn,
+    tenant: &str,
+    queue: &str,
+) -> Result<Option<Value>, DbError> {
+    let st = conn.statement("queue_row", STORED).await?;
+    let row = conn
+        .client()
+        .query_opt(&st, &[&tenant, &queue])
+        .await
+        .map_err(|e| DbError::query("queue_row", e));
+    let row = row.map_err(|e| conn.note(e))?;
+    Ok(row.map(|r| r.get(0)))
 }
 
 const ENCRYPTION: &str =

@@ -4,11 +4,13 @@
 //! Input is parsed into these types at the HTTP edge so inner code never re-checks strings.
 
 pub mod names;
+pub mod option_changes;
 pub mod options;
 pub mod push;
 pub mod push_limits;
 
 pub use names::{ConsumerGroup, NameError, PartitionName, QueueName, Tenant, QUEUE_MODE};
+pub use option_changes::{guarded_change, GuardedChange, OptionDefaults};
 pub use options::{OptionError, QueueOptions};
 pub use push::{PrebuiltSegment, PushItem, PushOutcome, PushStatus};
 pub use push_limits::{LimitError, PushLimits, PushTally};

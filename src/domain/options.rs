@@ -214,6 +214,12 @@ impl QueueOptions {
         Ok(options)
     }
 
+    /// The value given for a storage column, if the request set it (the comparison of
+    /// `super::option_changes` with the stored row).
+    pub fn column(&self, column: &str) -> Option<&Value> {
+        self.columns.get(column)
+    }
+
     /// The JSON handed to `queen.configure_queue_v1`: columns plus `extra`.
     pub fn to_sql_json(&self) -> Value {
         let mut out = self.columns.clone();

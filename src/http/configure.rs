@@ -10,8 +10,8 @@ use super::body::{parse_json, read_body};
 use super::error::ApiError;
 use super::state::AppState;
 use crate::broker::MIN_POP_WAIT_IN_USE;
-use crate::db::queues::configure as store;
-use crate::domain::{QueueName, QueueOptions};
+use crate::db::queues::{configure as store, stored_row};
+use crate::domain::{guarded_change, OptionDefaults, QueueName, QueueOptions};
 
 #[derive(Deserialize)]
 struct RawConfigure {
@@ -30,6 +30,7 @@ struct RawConfigure {
     responses(
         (status = 200, description = "the stored options", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 403, description = "a change to an existing queue that lets its data go sooner, without the admin role", body = crate::http::openapi::schemas::ErrorBody),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
@@ -62,6 +63,9 @@ pub async fn configure(
     }
 
     let mut conn = state.broker.db.conn().await?;
+    if !state.is_admin(&req) {
+        refuse_data_losing_changes(&state, &mut conn, &req, &queue, &options).await?;
+    }
     let stored = store(
         &mut conn,
         state.tenant(&req).as_str(),
@@ -93,6 +97,38 @@ pub async fn configure(
         "task": task,
         "options": QueueOptions::row_to_wire(&stored.effective),
     })))
+}
+
+/// Refuses (403, naming the option) a change to an existing queue that lets its data go
+/// sooner or be refused (`crate::domain::option_changes`); creating a queue with any
+/// options is left to `read-write`. The row is read before the upsert, outside its
+/// transaction: an admin's change in between is overwritten as any concurrent configure is.
+async fn refuse_data_losing_changes(
+    state: &AppState,
+    conn: &mut crate::db::PgConn,
+    req: &HttpRequest,
+    queue: &QueueName,
+    options: &QueueOptions,
+) -> Result<(), ApiError> {
+    let tenant = state.tenant(req);
+    let Some(row) = stored_row(conn, tenant.as_str(), queue.as_str()).await? else {
+        return Ok(());
+    };
+    let config = &state.broker.config;
+    let defaults = OptionDefaults {
+        retention_secs: config.retention.default_secs,
+        completed_retention_secs: config.retention.default_completed_secs,
+        dedup_window_secs: config.push.dedup_window_secs,
+    };
+    match guarded_change(&row, options, &defaults) {
+        None => Ok(()),
+        Some(change) => Err(ApiError::Forbidden(format!(
+            "changing {} of the existing queue {} {}: that needs the admin role",
+            change.option,
+            queue.as_str(),
+            change.effect
+        ))),
+    }
 }
 
 fn optional_text(name: &str, value: Option<Value>) -> Result<Option<String>, ApiError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use actix_web::{HttpMessage, HttpRequest};
 
 use super::gate::Gate;
-use crate::auth::Identity;
+use crate::auth::{Identity, Role};
 use crate::broker::Broker;
 use crate::domain::Tenant;
 
@@ -36,5 +36,16 @@ impl AppState {
         req.extensions()
             .get::<Identity>()
             .and_then(|identity| identity.sub.clone())
+    }
+
+    /// Whether the caller holds the `admin` role: always with authentication off (no gate,
+    /// every caller is the operator), else when its verified token grants it.
+    pub fn is_admin(&self, req: &HttpRequest) -> bool {
+        self.gate.is_none()
+            || req
+                .extensions()
+                .get::<Identity>()
+                .and_then(|identity| identity.role)
+                .is_some_and(|role| role >= Role::Admin)
     }
 }

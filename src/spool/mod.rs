@@ -217,7 +217,7 @@ impl Spool {
         json!({
             "enabled": false, "pendingRecords": 0, "pendingBytes": 0, "pendingPartitions": 0,
             "diskBytes": 0, "maxBytes": 0, "bufferedRecords": 0, "bufferedMessages": 0,
-            "replayedRecords": 0, "replayedMessages": 0, "replayedDuplicates": 0,
+            "replayedRecords": 0, "replayBatches": 0, "replayedMessages": 0, "replayedDuplicates": 0,
             "replayRejected": 0, "replayRetries": 0, "refusedFull": 0,
         })
     }
@@ -240,6 +240,7 @@ impl Spool {
             "bufferedRecords": get(&s.buffered_records),
             "bufferedMessages": get(&s.buffered_messages),
             "replayedRecords": get(&s.replayed_records),
+            "replayBatches": get(&s.replay_batches),
             "replayedMessages": get(&s.replayed_messages),
             "replayedDuplicates": get(&s.replayed_duplicates),
             "replayRejected": get(&s.replay_rejected),

@@ -2,9 +2,9 @@
 //! (`log::push`: prepare, stage, commit, announce), oldest record first, and deletes a
 //! file once every record in it is committed.
 //!
-//! Records are taken in batches (consecutive records of one tenant) and stored in one
-//! transaction: the staging keeps request order within each partition, so FIFO per
-//! partition holds. The cursor moves, and the partitions' counts go down, only after the
+//! Records are taken in batches (consecutive records of one tenant, bounded in records,
+//! messages and bytes) and stored in one transaction: the staging keeps request order
+//! within each partition, so FIFO per partition holds. The cursor moves, and the partitions' counts go down, only after the
 //! commit; a database failure leaves both where they were and the batch is tried again
 //! after a pause (doubling up to [`MAX_PAUSE`]). A record stored twice (the node died
 //! between a commit and the deletion of its file) answers `duplicate`: its transaction ids
@@ -33,6 +33,12 @@ use crate::log::push::stage::stage_many;
 const BATCH_RECORDS: usize = 64;
 /// Messages one replay transaction takes at most (as the push combiner's cap).
 const BATCH_MESSAGES: usize = 20_000;
+/// Record bytes (frames, as on disk) one replay transaction takes at most, unless its first
+/// record alone is larger: a record decodes to about twice its size, and a spool of a few
+/// large pushes read whole could take more memory than the pod has, again at each restart.
+/// 8 MiB keeps a batch's memory in the tens of MiB while many small records still share
+/// one commit.
+const BATCH_BYTES: u64 = 8 << 20;
 /// First pause after a failed attempt.
 const FIRST_PAUSE: Duration = Duration::from_millis(200);
 /// Longest pause between attempts while the database is away.
@@ -135,6 +141,7 @@ impl Replay {
                     self.offset += len;
                 }
                 SpoolStats::add(&spool.shared.stats.replayed_records, batch.len() as u64);
+                SpoolStats::add(&spool.shared.stats.replay_batches, 1);
                 self.pause = FIRST_PAUSE;
                 if self.one_by_one && batch.len() == 1 {
                     self.one_by_one = false;
@@ -206,10 +213,9 @@ impl Replay {
             match files::read_record(file, at, limit) {
                 Ok(None) => break,
                 Ok(Some((record, len))) => {
-                    if batch
-                        .first()
-                        .is_some_and(|(first, _)| first.tenant != record.tenant)
-                    {
+                    if batch.first().is_some_and(|(first, _)| {
+                        first.tenant != record.tenant || at - self.offset + len > BATCH_BYTES
+                    }) {
                         break;
                     }
                     messages += record.items.len();

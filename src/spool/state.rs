@@ -27,6 +27,9 @@ pub struct SpoolStats {
     pub buffered_messages: AtomicU64,
     /// Spooled push requests stored by the replay.
     pub replayed_records: AtomicU64,
+    /// Replay transactions committed (each at most `replay::BATCH_BYTES` of records, unless
+    /// one record is larger).
+    pub replay_batches: AtomicU64,
     /// Spooled messages stored by the replay as new messages.
     pub replayed_messages: AtomicU64,
     /// Spooled messages the replay found stored already (answered `duplicate`).

@@ -6,6 +6,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 
@@ -136,8 +137,17 @@ impl Writer {
         }
         if let Some(e) = failure {
             error!(error = %e, dir = %self.dir.display(), "push spool write failed; pushes answered 503");
-            // What reached the file is a tail no reader trusts past its first bad record,
-            // and this file takes nothing more.
+            // Every job of the batch is answered 503, so none of its records may stay: a
+            // complete one before the failed write would be replayed, storing what the
+            // client was told failed (and its retry again). Cut the file back to the last
+            // answered record, or failing that, spoil the batch's first record so every
+            // reader stops before it.
+            if let Err(cut) = self.cut_back() {
+                error!(error = %cut, dir = %self.dir.display(), "push spool could not cut a failed batch off; spoiling it");
+                if let Err(e) = self.spoil_tail() {
+                    error!(error = %e, dir = %self.dir.display(), "push spool could not spoil a failed batch; its whole records may be replayed");
+                }
+            }
             if let Err(e) = self.roll() {
                 error!(error = %e, "push spool could not start a new file");
                 self.broken = true;
@@ -153,6 +163,20 @@ impl Writer {
             let _ = reply.send(Ok(()));
         }
         self.shared.wake.notify_one();
+    }
+
+    /// Truncates the current file to its answered length and makes that durable.
+    fn cut_back(&mut self) -> io::Result<()> {
+        self.file.set_len(self.len)?;
+        self.file.sync_all()
+    }
+
+    /// Overwrites the length of the record after the answered ones with one past
+    /// `record::MAX_BODY`, so `files::read_record` answers it damaged and every reader
+    /// stops there. Rewrites bytes already on disk, which a full disk still takes.
+    fn spoil_tail(&mut self) -> io::Result<()> {
+        self.file.write_all_at(&[0xFF; 4], self.len)?;
+        self.file.sync_data()
     }
 
     /// Starts file `seq + 1`; the old one is then read to its end by the replay.

@@ -98,11 +98,11 @@ fn helm_template_with_default_values_renders_the_broker_kinds_and_nothing_option
         sorted,
         [
             "ConfigMap",
-            "Deployment",
             "PodDisruptionBudget",
             "Secret",
             "Service",
-            "Service"
+            "Service",
+            "StatefulSet"
         ]
     );
     let names: BTreeSet<String> = r
@@ -116,14 +116,14 @@ fn helm_template_with_default_values_renders_the_broker_kinds_and_nothing_option
     );
 }
 
-/// The Deployment runs `replicaCount` brokers.
+/// The brokers' workload runs `replicaCount` brokers.
 #[test]
 fn helm_template_sets_deployment_replicas_from_replica_count() {
     let default = render::render(&[]);
     let five = render::render(&[("replicaCount", "5")]);
 
-    assert_eq!(default.one("Deployment")["spec"]["replicas"], 3);
-    assert_eq!(five.one("Deployment")["spec"]["replicas"], 5);
+    assert_eq!(default.brokers()["spec"]["replicas"], 3);
+    assert_eq!(five.brokers()["spec"]["replicas"], 5);
 }
 
 /// Liveness and startup ask `/health/live`, readiness `/health/ready`, all on the port the
@@ -163,7 +163,7 @@ fn helm_template_points_probes_at_live_and_ready_paths_on_the_http_port() {
 fn helm_template_names_a_headless_service_over_the_broker_pods_mesh_port_in_queen_peer_dns() {
     // Arrange
     let r = render::render(&[("mesh.port", "7700")]);
-    let pod_labels = &r.one("Deployment")["spec"]["template"]["metadata"]["labels"];
+    let pod_labels = &r.brokers()["spec"]["template"]["metadata"]["labels"];
 
     // Act
     let dns = r.setting("QUEEN_PEER_DNS");
@@ -193,7 +193,7 @@ fn helm_template_client_service_selects_the_broker_pods() {
     let r = render::render(&[("service.port", "80")]);
 
     let service = r.named("Service", FULLNAME);
-    let pod_labels = &r.one("Deployment")["spec"]["template"]["metadata"]["labels"];
+    let pod_labels = &r.brokers()["spec"]["template"]["metadata"]["labels"];
     assert!(selects(&service["spec"]["selector"], pod_labels));
     assert!(service["spec"].get("clusterIP").is_none());
     assert_eq!(service["spec"]["ports"][0]["port"], 80);

@@ -113,6 +113,8 @@ async fn the_image_runs_two_chart_pods_that_turn_ready_mesh_as_peers_and_serve_p
         ("database.user", pg.get_user().expect("a user")),
         ("database.name", &dbname),
         ("database.password", "unused-the-test-server-trusts"),
+        // The pods here mount only the chart's /tmp emptyDir, not a volume claim.
+        ("spool.persistence.enabled", "false"),
     ]);
     let entry = image.entrypoint_and_cmd();
     let names = ["rel-queen-6b7f9c5d8-x2k4q", "rel-queen-6b7f9c5d8-p7m3z"];

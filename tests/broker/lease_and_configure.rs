@@ -90,41 +90,65 @@ async fn a_one_partition_lease_is_extended_and_required_through_another_node() {
     assert!(a.pop_messages("/api/v1/pop/queue/named").await.is_empty());
 }
 
-/// A bare lease id, as brokers of the previous version grant from their one-partition
-/// claim, is still found by its id alone.
+/// An unknown bare lease id (no `.partition` suffix) is answered "not found" through the
+/// indexes alone: looking it up never scans the cursor rows, however many there are.
 #[actix_rt::test]
-async fn a_bare_lease_from_a_previous_version_broker_still_extends() {
-    // Arrange: a lease held the way such a broker's claim leaves the row.
+async fn an_unknown_bare_lease_id_is_looked_up_without_scanning_the_cursor_rows() {
+    // Arrange: cursor rows in several partitions, one leased under a bare id the way a
+    // several-partition claim leaves it, and one under a bare id that no claim wrote.
     let b = TestBroker::start().await;
-    b.push("bare", "A", &[json!("a")]).await;
-    let popped = b.pop_messages("/api/v1/pop/queue/bare").await;
-    let pid = partition_id(&popped[0]);
-    let bare = "0190a5b2-0000-7000-8000-0000000000aa";
-    let client = b.sql().await;
+    for p in ["A", "B", "C"] {
+        b.push("bare", p, &[json!(p)]).await;
+    }
+    let (_, popped) = b.get("/api/v1/pop/queue/bare?partitions=2").await;
+    let shared = popped["leaseId"].as_str().unwrap().to_owned();
+    let single = b.pop_messages("/api/v1/pop/queue/bare").await;
+    let pid = partition_id(&single[0]);
+    let stray = "0190a5b2-0000-7000-8000-0000000000aa";
+    let mut client = b.sql().await;
     client
         .execute(
             "UPDATE queen.log_consumers SET worker_id = $1 WHERE partition_id = $2",
-            &[&bare, &pid],
+            &[&stray, &pid],
         )
         .await
         .unwrap();
 
-    // Act
-    let (_, extended) = post_empty(&b, &format!("/api/v1/lease/{bare}/extend")).await;
-    let acked = ack_batch(
-        &b.http,
-        &b.base,
-        &[json!({"transactionId": popped[0]["transactionId"],
-                 "partitionId": popped[0]["partitionId"], "leaseId": bare})],
-        "completed",
-        None,
-    )
-    .await;
+    // Act: the lookups the extend and the requiredLeases fence make, with sequential
+    // scans priced out so any that remains is one no index can serve.
+    let txn = client.transaction().await.unwrap();
+    txn.batch_execute("SET LOCAL enable_seqscan = off")
+        .await
+        .unwrap();
+    let found = |lease: String| {
+        let txn = &txn;
+        async move {
+            txn.query("SELECT * FROM queen.lease_holders_v1(ARRAY[$1])", &[&lease])
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    let unknown = found("zzz".to_owned()).await;
+    let stray_rows = found(stray.to_owned()).await;
+    let shared_rows = found(shared.clone()).await;
+    let scans: i64 = txn
+        .query_one(
+            "SELECT seq_scan FROM pg_stat_xact_user_tables \
+             WHERE relid = 'queen.log_consumers'::regclass",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    txn.rollback().await.unwrap();
+    let (status, extended) = post_empty(&b, "/api/v1/lease/zzz/extend").await;
 
     // Assert
-    assert_eq!(extended["success"], true, "{extended}");
-    assert_eq!(extended["renewed"], 1, "{extended}");
-    assert_eq!(acked[0]["success"], true, "{acked:?}");
+    assert_eq!(scans, 0, "log_consumers was scanned {scans} times");
+    assert_eq!((unknown, stray_rows, shared_rows), (0, 0, 2));
+    assert_eq!(status, StatusCode::OK, "{extended}");
+    assert_eq!(extended["success"], false, "{extended}");
 }
 
 /// The cursor row of a partition popped and acked over and over is rewritten in place (a

@@ -1,4 +1,4 @@
-//! The dead-letter queue: the wrappers of `queen.dead_letters_list_v1`,
+//! The dead-letter queue: the wrappers of `queen.dead_letters_list_v2`,
 //! `queen.dead_letters_count_v1`, `queen.dead_letter_find_v1` and
 //! `queen.dead_letter_requeue_v2`.
 
@@ -84,24 +84,26 @@ pub struct Filter<'a> {
     pub to: Option<DateTime<Utc>>,
 }
 
-/// A page of dead letters, newest first, and the total of matching ones
-/// (`queen.dead_letters_list_v1`, and `queen.dead_letters_count_v1` past the end).
-#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "dead_letters_list_v1"))]
+/// A page of dead letters, newest first, cut after the last whose segment copy keeps the
+/// page's copies within `max_bytes` (the first is always answered), and the total of
+/// matching ones (`queen.dead_letters_list_v2`, and `queen.dead_letters_count_v1` past
+/// the end).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "dead_letters_list_v2"))]
 pub async fn list(
     conn: &mut PgConn,
     tenant: &str,
     filter: &Filter<'_>,
-    limit: i32,
-    offset: i32,
+    (limit, offset): (i32, i32),
+    max_bytes: i64,
 ) -> Result<(Vec<DeadLetter>, i64), DbError> {
-    const OP: &str = "dead_letters_list_v1";
+    const OP: &str = "dead_letters_list_v2";
     let st = conn
         .statement(
             OP,
             "SELECT id, partition_id, queue_name, partition_name, consumer_group, \
              message_offset, transaction_id, error_message, retry_count, failed_at, created_at, \
              segment_base, codec, producer, blob, total \
-             FROM queen.dead_letters_list_v1($1, $2, $3, $4, $5, $6, $7, $8)",
+             FROM queen.dead_letters_list_v2($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .await?;
     let rows = conn
@@ -117,6 +119,7 @@ pub async fn list(
                 &filter.to,
                 &limit,
                 &offset,
+                &max_bytes,
             ],
         )
         .await;

@@ -86,6 +86,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("dead_letter_requeue_v2.sql"),
     function!("dead_letters_count_v1.sql"),
     function!("dead_letters_list_v1.sql"),
+    function!("dead_letters_list_v2.sql"),
     function!("get_maintenance_v1.sql"),
     function!("get_maintenance_v2.sql"),
     function!("groups_limit_v1.sql"),

@@ -28,6 +28,10 @@ use crate::spool::order;
 const DEFAULT_LIMIT: u64 = 100;
 /// Largest page: each row carries a segment copy to open.
 const MAX_LIMIT: u64 = 1000;
+/// Segment-copy bytes one listing reads at most (past its first row): each dead letter
+/// carries the whole segment that held it, so 1,000 of them could be gigabytes in one
+/// answer's memory. A page cut short says where the next starts (`nextOffset`).
+const MAX_PAGE_BYTES: i64 = 16 << 20;
 /// zstd level of a requeued one-message segment (the push path's default speed).
 const REQUEUE_ZSTD_LEVEL: i32 = 1;
 /// Between the original's transaction id and the copy's message id in the copy's
@@ -37,7 +41,9 @@ const RETRY_MARK: &str = ":retry:";
 const MAX_TRANSACTION_ID_BYTES: usize = u16::MAX as usize;
 
 /// `GET /api/v1/dlq?queue=&consumerGroup=&partition=&from=&to=&limit=&offset=`:
-/// `{messages, total}`, newest failure first, each message with its payload.
+/// `{messages, total, nextOffset}`, newest failure first, each message with its payload;
+/// a page holds at most [`MAX_PAGE_BYTES`] of segment copies past its first row, so it may
+/// end before `limit` (`nextOffset`: where the next page starts, null at the end).
 #[instrument(skip_all)]
 #[utoipa::path(
     get,
@@ -74,11 +80,19 @@ pub async fn list(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpRe
 
     let tenant = state.tenant(&req);
     let mut conn = state.broker.db.conn().await?;
-    let (letters, total) = db::list(&mut conn, tenant.as_str(), &filter, limit, offset).await?;
+    let page = (limit, offset);
+    let listed = db::list(&mut conn, tenant.as_str(), &filter, page, MAX_PAGE_BYTES).await;
+    let (letters, total) = listed?;
     drop(conn);
     let key = state.broker.config.push.payload_key.as_ref();
     let messages: Vec<Value> = letters.iter().map(|d| render(d, key)).collect();
-    Ok(HttpResponse::Ok().json(json!({ "messages": messages, "total": total })))
+    let next = i64::from(offset) + letters.len() as i64;
+    let next_offset = (next < total).then_some(next);
+    Ok(HttpResponse::Ok().json(json!({
+        "messages": messages,
+        "total": total,
+        "nextOffset": next_offset,
+    })))
 }
 
 /// One dead letter as listed. A letter whose copy cannot be read here (a damaged segment

@@ -18,7 +18,8 @@
 //! follows contention, not a timer. Each partition's pushes are taken in arrival order,
 //! so a push waiting for one busy partition is never overtaken on its others. A combined
 //! transaction that fails is retried request by request, so one request's failure is never
-//! another's.
+//! another's; except for an outage, which every request of the batch is answered at once
+//! (`writers::write_batch`).
 //!
 //! A writer is a task of its own, not its first request's handler: a client that leaves
 //! mid-push drops only its own handler, never a batch that holds others' pushes.

@@ -14,6 +14,7 @@ use super::prepared::{PreparedPush, Staged};
 use super::stage::{stage_many, store_committed};
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
+use crate::db::DbError;
 use crate::domain::{PushItem, PushOutcome, Tenant};
 use crate::metrics::Metrics;
 
@@ -92,7 +93,8 @@ fn messages(batch: &[Job]) -> usize {
     batch.iter().map(|job| job.items.len()).sum()
 }
 
-/// Stores a batch in one transaction, or request by request if that fails.
+/// Stores a batch in one transaction, or request by request if that fails for any reason
+/// but an outage.
 async fn write_batch(broker: &Broker, batch: Vec<Job>) {
     Metrics::bump_by(&broker.metrics.push_requests, batch.len() as u64);
     match store(broker, &batch).await {
@@ -104,6 +106,20 @@ async fn write_batch(broker: &Broker, batch: Vec<Job>) {
         Err(error) if batch.len() == 1 => {
             let job = batch.into_iter().next().expect("one job");
             answer(broker, job, Err(error));
+        }
+        Err(PushError::Db(error)) if error.is_outage() => {
+            // The database is away: each request alone would wait for a connection as
+            // long again (a pool timeout each, the last of many after minutes), and a
+            // COMMIT lost with its connection may have stored the batch, so a retry could
+            // store it twice. Every request gets the outage now (the intake spools it,
+            // under the transaction ids it kept, which the replay answers duplicate if
+            // that commit did land).
+            debug!(error = %error, requests = batch.len(), "combined push met an outage; answering every request");
+            let mut first = Some(error);
+            for job in batch {
+                let error = first.take().unwrap_or(DbError::Unavailable);
+                answer(broker, job, Err(PushError::Db(error)));
+            }
         }
         Err(error) => {
             debug!(error = %error, requests = batch.len(), "combined push failed; storing its requests one by one");

@@ -2,6 +2,7 @@
 //! probes), the roles over the whole route table, the key sources (PEM, JWKS over HTTP and
 //! from a file, `auto`), and the producer stamped on pushed messages.
 
+mod configure_rights;
 mod keys;
 mod producer;
 mod roles;

@@ -76,7 +76,7 @@ fn helm_template_reads_credentials_from_existing_secret_keys_and_renders_no_secr
         r.env("QUEEN_MESH_SECRET"),
         Some(secret_ref("ops-creds", "mesh-key"))
     );
-    let annotations = &r.one("Deployment")["spec"]["template"]["metadata"]["annotations"];
+    let annotations = &r.brokers()["spec"]["template"]["metadata"]["annotations"];
     assert!(annotations.get("checksum/secret").is_none());
 }
 
@@ -157,13 +157,13 @@ fn helm_template_wires_the_brokers_to_the_bundled_postgresql_when_enabled() {
         ])
     );
 
-    let broker_pods = &r.one("Deployment")["spec"]["template"]["metadata"]["labels"];
+    let broker_pods = &r.brokers()["spec"]["template"]["metadata"]["labels"];
     let pg_pods = &pg["spec"]["template"]["metadata"]["labels"];
     assert!(selects(&pg_service["spec"]["selector"], pg_pods));
     assert!(!selects(&pg_service["spec"]["selector"], broker_pods));
     let peers = r.named("Service", &format!("{FULLNAME}-peers"));
     assert!(!selects(&peers["spec"]["selector"], pg_pods));
-    let init = &r.one("Deployment")["spec"]["template"]["spec"]["initContainers"][0];
+    let init = &r.brokers()["spec"]["template"]["spec"]["initContainers"][0];
     assert_eq!(init["name"], "wait-for-postgresql");
 }
 

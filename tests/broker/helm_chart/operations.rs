@@ -19,7 +19,7 @@ fn helm_template_renders_the_pod_disruption_budget_from_its_values() {
     let pdb = &default.one("PodDisruptionBudget")["spec"];
     assert_eq!(pdb["maxUnavailable"], 1);
     assert!(pdb.get("minAvailable").is_none());
-    let pod_labels = &default.one("Deployment")["spec"]["template"]["metadata"]["labels"];
+    let pod_labels = &default.brokers()["spec"]["template"]["metadata"]["labels"];
     assert!(selects(&pdb["selector"]["matchLabels"], pod_labels));
     let pdb = &min.one("PodDisruptionBudget")["spec"];
     assert_eq!(pdb["minAvailable"], 2);
@@ -81,7 +81,7 @@ fn helm_template_gives_terminating_brokers_a_pre_stop_sleep_and_room_to_drain() 
     let native = render::render(&[("termination.preStopAction", "sleep")]);
 
     // Assert
-    let pod = &exec.one("Deployment")["spec"]["template"]["spec"];
+    let pod = &exec.brokers()["spec"]["template"]["spec"];
     let grace = pod["terminationGracePeriodSeconds"]
         .as_u64()
         .expect("a grace period");
@@ -102,7 +102,7 @@ fn helm_template_rolls_the_brokers_when_settings_or_credentials_change() {
     let password = render::render(&[("database.password", "changed")]);
 
     let annotations = |r: &Rendered| -> Value {
-        r.one("Deployment")["spec"]["template"]["metadata"]["annotations"].clone()
+        r.brokers()["spec"]["template"]["metadata"]["annotations"].clone()
     };
     assert_ne!(
         annotations(&base)["checksum/config"],
@@ -113,4 +113,54 @@ fn helm_template_rolls_the_brokers_when_settings_or_credentials_change() {
         annotations(&password)["checksum/secret"]
     );
     assert_eq!(annotations(&base), annotations(&render::render(&[])));
+}
+
+/// By default the brokers are a StatefulSet whose pods each claim a persistent volume for
+/// the push spool (mounted where `FILE_BUFFER_DIR` points, writable by the broker's group);
+/// `spool.persistence.enabled=false` renders the surging Deployment with the spool on the
+/// pod's emptyDir instead.
+#[test]
+fn helm_template_keeps_each_brokers_spool_on_its_own_volume_claim_unless_turned_off() {
+    // Arrange + Act
+    let default = render::render(&[
+        ("spool.persistence.size", "5Gi"),
+        ("spool.persistence.storageClass", "fast"),
+    ]);
+    let off = render::render(&[("spool.persistence.enabled", "false")]);
+
+    // Assert: the default.
+    let set = default.brokers();
+    assert_eq!(set["kind"], "StatefulSet");
+    assert!(default.all("Deployment").is_empty());
+    assert_eq!(set["spec"]["serviceName"], "rel-queen-peers");
+    assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
+    let claim = &set["spec"]["volumeClaimTemplates"][0];
+    assert_eq!(claim["metadata"]["name"], "spool");
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "5Gi");
+    assert_eq!(claim["spec"]["storageClassName"], "fast");
+    assert_eq!(claim["spec"]["accessModes"][0], "ReadWriteOnce");
+    let dir = default.setting("FILE_BUFFER_DIR");
+    let mounts = default.broker()["volumeMounts"].as_array().expect("mounts");
+    assert!(
+        mounts
+            .iter()
+            .any(|m| m["name"] == "spool" && m["mountPath"] == dir.as_str()),
+        "{mounts:?}"
+    );
+    assert!(!dir.starts_with("/tmp"), "{dir}");
+    let pod = &set["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["fsGroup"], 10001);
+
+    // Assert: turned off.
+    let deployment = off.one("Deployment");
+    assert!(off.all("StatefulSet").is_empty());
+    assert_eq!(
+        deployment["spec"]["strategy"]["rollingUpdate"]["maxSurge"],
+        1
+    );
+    assert_eq!(off.setting("FILE_BUFFER_DIR"), "/tmp/queen-spool");
+    let volumes = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes");
+    assert!(volumes.iter().all(|v| v["name"] != "spool"), "{volumes:?}");
 }

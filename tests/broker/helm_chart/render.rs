@@ -96,9 +96,22 @@ impl Rendered {
             .unwrap_or_else(|| panic!("no {kind} named {name}"))
     }
 
-    /// The broker container of the Deployment.
+    /// The brokers' workload: the StatefulSet (`spool.persistence.enabled`, the default)
+    /// or the Deployment; panics unless exactly one of the two is rendered.
+    pub fn brokers(&self) -> &Value {
+        let found: Vec<&Value> = self
+            .docs
+            .iter()
+            .filter(|d| d["kind"] == "StatefulSet" || d["kind"] == "Deployment")
+            .filter(|d| d["metadata"]["labels"]["app.kubernetes.io/component"] == "broker")
+            .collect();
+        assert_eq!(found.len(), 1, "expected one broker workload");
+        found[0]
+    }
+
+    /// The broker container of the brokers' workload.
     pub fn broker(&self) -> &Value {
-        container(self.one("Deployment"), "queen")
+        container(self.brokers(), "queen")
     }
 
     /// Where the broker container's variable `name` comes from, as a pod would see it:

@@ -123,7 +123,7 @@ fn helm_template_network_policy_admits_only_brokers_to_the_mesh_port() {
 
     // Assert
     let policy = r.one("NetworkPolicy");
-    let pods = &r.one("Deployment")["spec"]["template"]["metadata"]["labels"];
+    let pods = &r.brokers()["spec"]["template"]["metadata"]["labels"];
     assert!(selects(&policy["spec"]["podSelector"]["matchLabels"], pods));
     let rules = policy["spec"]["ingress"].as_array().expect("ingress rules");
     let port_of = |rule: &serde_json::Value| rule["ports"][0]["port"].as_i64();

@@ -39,7 +39,7 @@ pub fn broker_spec(
     image: &(Vec<String>, Vec<String>),
     pod: &str,
 ) -> BrokerSpec {
-    let deployment = rendered.one("Deployment");
+    let deployment = rendered.brokers();
     let broker = rendered.broker();
     let strings =
         |v: &Value| -> Option<Vec<String>> { v.as_array().map(|a| a.iter().map(text).collect()) };

@@ -3,7 +3,9 @@
 //! test runs real broker processes and lives with them (`nodes::spool_kill`).
 
 mod direct_appends;
+mod failed_write;
 mod full;
+mod large;
 mod load;
 mod maintenance;
 mod outage;

@@ -1,0 +1,136 @@
+//! A spool write that fails: the disk under the spool fills up in the middle of a group
+//! commit, every push of that batch is answered 503, and none of them is stored by the
+//! replay, not even one whose record reached the file whole before the failed write.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use super::{push, read_partition, wait_replayed};
+use crate::support::TestBroker;
+
+/// A small ext4 file system on a loop device, its image on the real disk (so an `fsync`
+/// takes a real flush and records arriving meanwhile share one batch), mounted on a fresh
+/// folder and unmounted when dropped; `None` where this process may not make or mount one
+/// (not root, or no loop devices in the container).
+struct SmallDisk {
+    image: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<Self> {
+        let image = tempfile::Builder::new()
+            .prefix("queen-disk-image-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .ok()?;
+        let dir = tempfile::Builder::new()
+            .prefix("queen-small-disk-")
+            .tempdir()
+            .ok()?;
+        let file = image.path().join("disk.img");
+        let run = |cmd: &mut Command| cmd.status().is_ok_and(|s| s.success());
+        let made = run(Command::new("truncate").args(["-s", size]).arg(&file))
+            && run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&file))
+            && run(Command::new("mount")
+                .args(["-o", "loop"])
+                .arg(&file)
+                .arg(dir.path()));
+        made.then_some(SmallDisk { image, dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        // Lazily: a broker that a failed assertion left running may still hold a file.
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+        let _ = &self.image;
+    }
+}
+
+/// Concurrent pushes fill the disk under the spool for a moment: after a restart on the
+/// same spool, what was answered `buffered` is stored once each, and nothing answered 503.
+#[actix_rt::test]
+async fn a_push_answered_503_when_the_spool_disk_fills_is_never_replayed() {
+    // Arrange: the spool on a disk much smaller than its byte cap, push maintenance on.
+    let Some(disk) = SmallDisk::mount("2M") else {
+        eprintln!("skipped: this process cannot mount a loop file system");
+        return;
+    };
+    let spool_dir = disk.dir.path().to_str().expect("a UTF-8 path").to_owned();
+    let vars = [
+        ("FILE_BUFFER_DIR", spool_dir.as_str()),
+        ("FILE_BUFFER_MAX_BYTES", "104857600"),
+        ("QUEEN_HTTP_WORKERS", "4"),
+    ];
+    let b = TestBroker::start_with(&vars).await;
+    let queue = "spool-disk";
+    let (status, _) = b
+        .post("/api/v1/system/maintenance", &json!({"push": true}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // ... most of it taken by a ballast file that goes once the disk has failed a write.
+    let ballast = disk.dir.path().join("ballast");
+    std::fs::write(&ballast, vec![1u8; 512 * 1024]).expect("the ballast fits");
+
+    // Act: rounds of 64 concurrent pushes of 3 KB each until the disk has failed some.
+    let filler = "x".repeat(3 * 1024);
+    let (mut buffered, mut failed) = (BTreeSet::new(), BTreeSet::new());
+    let mut n = 0u64;
+    while failed.is_empty() {
+        assert!(n < 2_000, "the small disk never failed a write");
+        let round: Vec<_> = (n..n + 64)
+            .map(|i| {
+                let (http, base) = (b.http.clone(), b.base.clone());
+                let item = json!({"queue": queue, "partition": "p",
+                                  "payload": {"n": i, "fill": filler}});
+                tokio::spawn(async move { (i, push(&http, &base, &[item]).await) })
+            })
+            .collect();
+        for task in round {
+            let (i, (status, body)) = task.await.expect("the push task");
+            match status {
+                StatusCode::CREATED => assert!(buffered.insert(i), "{body}"),
+                StatusCode::SERVICE_UNAVAILABLE => {
+                    let text = body["error"].as_str().unwrap_or_default();
+                    assert!(text.contains("could not write"), "{body}");
+                    failed.insert(i);
+                }
+                other => panic!("push {i} answered {other}: {body}"),
+            }
+        }
+        n += 64;
+    }
+    // ... then the broker stops, the ballast goes, and a broker starts on the same spool:
+    // its replay reads every file to its end.
+    let pg = b.pg.clone();
+    b.stop().await;
+    std::fs::remove_file(&ballast).expect("the ballast goes");
+    let b = TestBroker::start_on(pg, &vars).await;
+    b.post("/api/v1/system/maintenance", &json!({"push": false}))
+        .await;
+    wait_replayed(&b.http, &b.base, Duration::from_secs(60)).await;
+
+    // Assert
+    let got = read_partition(&b.http, &b.base, queue, "p").await;
+    let stored: BTreeSet<u64> = got.iter().copied().collect();
+    assert_eq!(stored.len(), got.len(), "a message stored twice: {got:?}");
+    let replayed_failures: Vec<_> = stored.intersection(&failed).collect();
+    assert!(
+        replayed_failures.is_empty(),
+        "answered 503 and stored: {replayed_failures:?}"
+    );
+    assert_eq!(
+        stored, buffered,
+        "stored: exactly what was answered buffered"
+    );
+    b.stop().await;
+    drop(disk);
+}
