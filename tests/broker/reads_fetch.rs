@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::retention::{age_segments, until_segments, FAST_SWEEP};
+use crate::retention::{age_segments, until_segments, FAST_SWEEP, PAST_RETENTION};
 use crate::support::caller::{tenant_claims, Caller};
 use crate::support::fixtures::{configure, sql_count};
 use crate::support::tokens::{hs256, SECRET};
@@ -105,7 +105,7 @@ async fn fetch_answers_the_pop_s_offsets_before_and_after_retention_removes_the_
     }
 
     // Act: retention removes the first segment.
-    age_segments(&b, "rf", "p", 0, 120).await;
+    age_segments(&b, "rf", "p", 0, PAST_RETENTION).await;
     until_segments(&b, "rf", 2).await;
     let after = fetch(
         &b,
