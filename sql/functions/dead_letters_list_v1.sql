@@ -1,16 +1,10 @@
 -- queen.dead_letters_list_v1(p_tenant, p_queue, p_group, p_partition, p_from, p_to,
 --                            p_limit, p_offset) -> SETOF queen.dead_letter_row
 --
--- The tenant's dead letters, newest failure first, filtered by queue name, consumer group,
--- partition name and failed_at in [p_from, p_to] (each filter ignored when NULL), paged by
--- p_limit/p_offset. Every row carries `total`, the count of all matching dead letters; a
--- page past the end has no row to carry it, and the caller then asks
--- queen.dead_letters_count_v1.
---
--- Each row carries the copy of the segment that held the message (segment_base, codec,
--- producer, blob): the broker slices frame (message_offset - segment_base) out of it.
--- PostgreSQL never opens the blob. The page is chosen first and only its rows' blobs are
--- read.
+-- The previous release's signature, kept for its nodes during a rolling upgrade (README
+-- "Schema migrations"); this release calls queen.dead_letters_list_v2. Answers as v2
+-- without a bound on the bytes a page reads: p_limit rows from p_offset, as the previous
+-- release paged.
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.dead_letters_list_v1(
@@ -23,26 +17,7 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_list_v1(
     p_limit     integer,
     p_offset    integer
 ) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
-    WITH matching AS (
-        SELECT d.id, d.partition_id, q.name AS queue_name, p.name AS partition_name,
-               d.consumer_group, d.message_offset, d.transaction_id, d.error_message,
-               d.retry_count, d.failed_at, d.created_at,
-               count(*) OVER () AS total
-        FROM queen.dead_letters d
-        JOIN queen.log_partitions p ON p.id = d.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id
-        WHERE q.tenant = p_tenant
-          AND (p_queue IS NULL OR q.name = p_queue)
-          AND (p_group IS NULL OR d.consumer_group = p_group)
-          AND (p_partition IS NULL OR p.name = p_partition)
-          AND (p_from IS NULL OR d.failed_at >= p_from)
-          AND (p_to IS NULL OR d.failed_at <= p_to)
-        ORDER BY d.failed_at DESC, d.id DESC
-        LIMIT p_limit OFFSET p_offset
-    )
-    SELECT m.id, m.partition_id, m.queue_name, m.partition_name, m.consumer_group,
-           m.message_offset, m.transaction_id, m.error_message, m.retry_count, m.failed_at,
-           m.created_at, d.segment_base, d.codec, d.producer, d.blob, m.total
-    FROM matching m JOIN queen.dead_letters d ON d.id = m.id
-    ORDER BY m.failed_at DESC, m.id DESC;
+    SELECT * FROM queen.dead_letters_list_v2(p_tenant, p_queue, p_group, p_partition, p_from,
+                                             p_to, p_limit, p_offset,
+                                             9223372036854775807);
 $$;
