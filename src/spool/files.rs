@@ -60,15 +60,25 @@ pub fn list(dir: &Path) -> io::Result<Vec<u64>> {
     Ok(seqs)
 }
 
-/// Creates file `seq` with its header, durably (file and folder synced).
+/// Creates file `seq` with its header, durably (file and folder synced). A file that
+/// could not be made durable (a full disk) is removed again: it holds no record, and left
+/// behind it would make every later attempt at `seq` fail (`create_new`), so the spool
+/// would refuse pushes until a restart even once space is free.
 pub fn create(dir: &Path, seq: u64) -> io::Result<File> {
+    let path = path(dir, seq);
     let mut file = OpenOptions::new()
         .create_new(true)
         .append(true)
-        .open(path(dir, seq))?;
-    file.write_all(MAGIC)?;
-    file.sync_all()?;
-    sync_dir(dir)?;
+        .open(&path)?;
+    let durable = file
+        .write_all(MAGIC)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| sync_dir(dir));
+    if let Err(e) = durable {
+        drop(file);
+        let _ = fs::remove_file(&path);
+        return Err(e);
+    }
     Ok(file)
 }
 

@@ -134,3 +134,69 @@ async fn a_push_answered_503_when_the_spool_disk_fills_is_never_replayed() {
     b.stop().await;
     drop(disk);
 }
+
+/// A spool whose disk filled takes pushes again, without a restart, once space is free:
+/// the file it could not start (its header did not fit) does not stay in the way of the
+/// next one.
+#[actix_rt::test]
+async fn a_spool_whose_disk_filled_takes_pushes_again_once_space_is_free() {
+    // Arrange: the spool on a small disk, most of it ballast, push maintenance on.
+    let Some(disk) = SmallDisk::mount("2M") else {
+        eprintln!("skipped: this process cannot mount a loop file system");
+        return;
+    };
+    let spool_dir = disk.dir.path().to_str().expect("a UTF-8 path").to_owned();
+    let vars = [
+        ("FILE_BUFFER_DIR", spool_dir.as_str()),
+        ("FILE_BUFFER_MAX_BYTES", "104857600"),
+    ];
+    let b = TestBroker::start_with(&vars).await;
+    let queue = "spool-refilled";
+    b.post("/api/v1/system/maintenance", &json!({"push": true}))
+        .await;
+    let ballast = disk.dir.path().join("ballast");
+    std::fs::write(&ballast, vec![1u8; 512 * 1024]).expect("the ballast fits");
+
+    // ... pushes until the disk refuses one, then a few more while it is still full.
+    let filler = "x".repeat(3 * 1024);
+    let item =
+        |i: u64| json!({"queue": queue, "partition": "p", "payload": {"n": i, "fill": filler}});
+    let mut buffered = BTreeSet::new();
+    let mut i = 0u64;
+    loop {
+        assert!(i < 2_000, "the small disk never failed a write");
+        let (status, body) = push(&b.http, &b.base, &[item(i)]).await;
+        match status {
+            StatusCode::CREATED => assert!(buffered.insert(i), "{body}"),
+            StatusCode::SERVICE_UNAVAILABLE => break,
+            other => panic!("push {i} answered {other}: {body}"),
+        }
+        i += 1;
+    }
+    for k in 1..=3 {
+        let (status, body) = push(&b.http, &b.base, &[item(i + k)]).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    }
+
+    // Act: the ballast goes; the next pushes find room.
+    std::fs::remove_file(&ballast).expect("the ballast goes");
+    let after: Vec<u64> = (i + 10..i + 15).collect();
+    for &n in &after {
+        let (status, body) = push(&b.http, &b.base, &[item(n)]).await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "push {n} once space was free: {body}"
+        );
+        buffered.insert(n);
+    }
+
+    // Assert: the replay stores exactly what was answered buffered, in order.
+    b.post("/api/v1/system/maintenance", &json!({"push": false}))
+        .await;
+    wait_replayed(&b.http, &b.base, Duration::from_secs(60)).await;
+    let got = read_partition(&b.http, &b.base, queue, "p").await;
+    assert_eq!(got, buffered.iter().copied().collect::<Vec<_>>());
+    b.stop().await;
+    drop(disk);
+}
