@@ -27,6 +27,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Write BENCHMARKS.md and the partitions plot from a folder of result files.
     Report(ReportArgs),
+    /// Park many long-poll pops on a broker and measure what they cost: memory per parked
+    /// pop against idle keep-alive connections, idle CPU, and wake latency.
+    Parked(Box<crate::parked::ParkedArgs>),
 }
 
 /// One scenario.
@@ -261,7 +264,8 @@ fn parse_fraction(raw: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_env_pair(raw: &str) -> Result<(String, String), String> {
+/// Parses one `--broker-env` `KEY=VALUE` pair (shared by the subcommands that start a broker).
+pub fn parse_env_pair(raw: &str) -> Result<(String, String), String> {
     match raw.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
         _ => Err(format!("{raw:?} is not KEY=VALUE")),
@@ -288,7 +292,7 @@ mod tests {
             .command
         {
             Command::Run(r) => r.validate().map(|()| *r),
-            Command::Report(_) => Err("parsed as report".to_owned()),
+            Command::Report(_) | Command::Parked(_) => Err("parsed as another command".to_owned()),
         }
     }
 

@@ -5,7 +5,7 @@
 //! drain, any system) and the systems [`broker`], [`baseline`] and [`ceiling`] (all behind
 //! [`system`]), with [`workload`] (the messages), [`verify`] (exactly-once), [`qpb1`] and [`qpf1`]
 //! (binary push and framed pop bodies), [`wire`] (JSON against binary), [`stats`]
-//! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
+//! (percentiles), [`cpu`] and [`pg`] (metering), [`parked`] (what parked long-polls cost), [`spawn`] (starting the broker), [`result`]
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG).
 
 mod args;
@@ -13,6 +13,7 @@ mod baseline;
 mod broker;
 mod ceiling;
 mod cpu;
+mod parked;
 mod pg;
 mod phase;
 mod plot;
@@ -54,6 +55,12 @@ fn main() -> ExitCode {
                 .and_then(|rt| rt.block_on(run_and_write(*run_args, command)))
         }
         Command::Report(report_args) => report::write(&report_args),
+        Command::Parked(parked_args) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(parked::main(*parked_args))),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
