@@ -278,6 +278,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     .h1_allow_half_closed(false)
     .client_request_timeout(HTTP_REQUEST_HEAD_TIMEOUT)
     .workers(config.http.workers)
+    .max_connections(config.http.max_connections_per_worker)
     .shutdown_timeout(HTTP_SHUTDOWN_TIMEOUT.as_secs())
     .disable_signals()
     .listen(listener)

@@ -98,6 +98,10 @@ pub struct HttpConfig {
     pub workers: usize,
     /// `QUEEN_MAX_BODY_BYTES`: largest accepted request body (default 64 MiB).
     pub max_body_bytes: usize,
+    /// `QUEEN_HTTP_MAX_CONNECTIONS`: open connections each worker serves at most (actix's
+    /// default, 25,000); past it the worker stops accepting. Idle consumers each hold one,
+    /// parked in a long-poll, so a node serving more raises it (README, "Parked long-polls").
+    pub max_connections_per_worker: usize,
 }
 
 /// Where PostgreSQL is and how the pool talks to it.
@@ -258,6 +262,7 @@ impl Config {
                 bind: SocketAddr::new(bind_ip, port),
                 workers,
                 max_body_bytes: vars.positive("QUEEN_MAX_BODY_BYTES", 64 * 1024 * 1024)?,
+                max_connections_per_worker: vars.positive("QUEEN_HTTP_MAX_CONNECTIONS", 25_000)?,
             },
             database: DatabaseConfig {
                 source: database_source(&vars)?,

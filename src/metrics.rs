@@ -51,6 +51,8 @@ pub struct Metrics {
     pub wakes_wheel: AtomicU64,
     /// Wakes by candidates checked back into the ring.
     pub wakes_returned: AtomicU64,
+    /// Wakes of one parked pop to run the group's reseed that fell due.
+    pub wakes_reseed: AtomicU64,
     /// Long-polls parked right now.
     pub parked: AtomicI64,
     /// Under-full claims held by the minimum pop wait.
@@ -126,6 +128,7 @@ impl Metrics {
                 "ack": get(&self.wakes_ack),
                 "wheel": get(&self.wakes_wheel),
                 "returned": get(&self.wakes_returned),
+                "reseed": get(&self.wakes_reseed),
             },
         })
     }

@@ -27,8 +27,13 @@ use super::wheel::Wheel;
 use super::GroupKey;
 use crate::metrics::Metrics;
 
-/// How often the wheel is checked for due partitions.
+/// How often the wheel is checked for due partitions while it holds any (an empty wheel
+/// runs no timer: ten thousand idle groups would otherwise tick half a million times a
+/// second between them).
 const WHEEL_TICK: Duration = Duration::from_millis(20);
+/// How soon a reseed that was dropped unfinished (its pop went away or its SQL failed) is
+/// offered to the next parked pop.
+const RESEED_RETRY: Duration = Duration::from_millis(100);
 /// Pushed-partition hints kept for the legacy path (older ones are covered by the scan).
 const MAX_LEGACY_HINTS: usize = 256;
 
@@ -62,6 +67,11 @@ pub struct GroupActor {
     last_used: Instant,
     /// When a pop was last told to write the group's `last_seen_at` ([`Seen`]).
     seen_written: Option<Instant>,
+    /// The wheel's tick, running only while the wheel holds partitions.
+    ticker: Option<SpawnHandle>,
+    /// Wakes one parked pop when the reseed falls due (armed only while pops are parked):
+    /// the one timer a group's parked pops share, in place of a re-poll timer each.
+    reseed_alarm: Option<SpawnHandle>,
 }
 
 impl GroupActor {
@@ -97,6 +107,8 @@ impl GroupActor {
             lent: 0,
             last_used: Instant::now(),
             seen_written: None,
+            ticker: None,
+            reseed_alarm: None,
         }
     }
 
@@ -121,17 +133,78 @@ impl GroupActor {
         self.ring.push(partition);
     }
 
-    fn tick(&mut self) {
+    fn tick(&mut self, ctx: &mut Context<Self>) {
         let due = self.wheel.pop_due(Instant::now());
-        if due.is_empty() {
+        if !due.is_empty() {
+            for p in due {
+                self.offer(p);
+            }
+            if !self.ring.is_empty() {
+                self.wake(WakeSource::Wheel);
+            }
+        }
+        if self.wheel.is_empty() {
+            if let Some(ticker) = self.ticker.take() {
+                ctx.cancel_future(ticker);
+            }
+        }
+    }
+
+    /// Starts the wheel's tick when the wheel holds partitions and it is not running.
+    fn arm_wheel(&mut self, ctx: &mut Context<Self>) {
+        if self.ticker.is_none() && !self.wheel.is_empty() {
+            self.ticker = Some(ctx.run_interval(WHEEL_TICK, |actor, ctx| actor.tick(ctx)));
+        }
+    }
+
+    /// Whether a pop asking now should reseed first: a dry ring past the reseed time (or
+    /// after a reseed cut at its limit), a reseed long overdue, or an unknown deferral
+    /// config.
+    fn reseed_due(&self, now: Instant) -> bool {
+        self.deferral.is_none()
+            || ((now >= self.next_reseed || self.reseed_more) && self.ring.is_empty())
+            || now >= self.next_reseed + 2 * self.reseed_every
+    }
+
+    /// Arms the reseed alarm, no sooner than `after` from now, when pops are parked and it
+    /// is not armed yet.
+    fn arm_reseed(&mut self, ctx: &mut Context<Self>, after: Duration) {
+        if !self.hotlist || self.reseed_alarm.is_some() || !self.gate.any_parked() {
             return;
         }
-        for p in due {
-            self.offer(p);
+        let now = Instant::now();
+        let due = if self.deferral.is_none() || self.reseed_more {
+            now
+        } else {
+            self.next_reseed
+        };
+        let delay = due.saturating_duration_since(now).max(after);
+        self.reseed_alarm = Some(ctx.run_later(delay, |actor, ctx| actor.reseed_alarm(ctx)));
+    }
+
+    /// Arms the alarm again for a reseed time that moved.
+    fn rearm_reseed(&mut self, ctx: &mut Context<Self>) {
+        if let Some(alarm) = self.reseed_alarm.take() {
+            ctx.cancel_future(alarm);
         }
-        if !self.ring.is_empty() {
-            self.wake(WakeSource::Wheel);
+        self.arm_reseed(ctx, Duration::ZERO);
+    }
+
+    /// The alarm rang: wake one parked pop to run the reseed that fell due (the rest stay
+    /// parked; what the reseed finds wakes them). A reseed already running re-arms the
+    /// alarm when it reports back.
+    fn reseed_alarm(&mut self, ctx: &mut Context<Self>) {
+        self.reseed_alarm = None;
+        if self.reseeding {
+            return;
         }
+        if self.reseed_due(Instant::now()) {
+            if self.gate.open_one(WakeSource::Reseed) {
+                Metrics::bump(WakeSource::Reseed.counter(&self.metrics));
+            }
+            return;
+        }
+        self.arm_reseed(ctx, Duration::ZERO);
     }
 
     fn idle(&mut self) -> bool {
@@ -147,7 +220,6 @@ impl Actor for GroupActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(WHEEL_TICK, |actor, _| actor.tick());
         ctx.run_interval(self.idle_stop / 4, |actor, ctx| {
             if actor.idle() {
                 ctx.stop();
@@ -172,11 +244,7 @@ impl Handler<PlanPop> for GroupActor {
         }
         // A ready ring is served first (a woken pop should not pay for a reseed), unless the
         // reseed is long overdue; an unknown deferral config always reseeds first.
-        let now = Instant::now();
-        let reseed_due = self.deferral.is_none()
-            || ((now >= self.next_reseed || self.reseed_more) && self.ring.is_empty())
-            || now >= self.next_reseed + 2 * self.reseed_every;
-        if reseed_due && !self.reseeding {
+        if self.reseed_due(Instant::now()) && !self.reseeding {
             // The ticket travels in the reply: whoever drops it unfinished (the pop, or
             // the reply itself when the pop is gone) clears `reseeding` again.
             self.reseeding = true;
@@ -188,6 +256,7 @@ impl Handler<PlanPop> for GroupActor {
         if self.ring.is_empty() {
             Metrics::bump(&self.metrics.pops_empty_in_memory);
             let parked = msg.park_if_empty.then(|| self.gate.park());
+            self.arm_reseed(ctx, Duration::ZERO);
             return MessageResult(PopPlan::Empty { parked });
         }
         let k = (msg.partitions as usize).saturating_mul(8).clamp(16, 256);
@@ -210,7 +279,7 @@ impl Handler<PlanPop> for GroupActor {
 impl Handler<CheckIn> for GroupActor {
     type Result = ();
 
-    fn handle(&mut self, msg: CheckIn, _: &mut Self::Context) {
+    fn handle(&mut self, msg: CheckIn, ctx: &mut Self::Context) {
         self.lent = self
             .lent
             .saturating_sub(msg.verdicts.len() + msg.unused.len());
@@ -243,15 +312,19 @@ impl Handler<CheckIn> for GroupActor {
         if !self.ring.is_empty() {
             self.wake(WakeSource::Returned);
         }
+        self.arm_wheel(ctx);
     }
 }
 
 impl Handler<Reseeded> for GroupActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Reseeded, _: &mut Self::Context) {
+    fn handle(&mut self, msg: Reseeded, ctx: &mut Self::Context) {
         self.reseeding = false;
-        let Some(result) = msg.0 else { return };
+        let Some(result) = msg.0 else {
+            self.arm_reseed(ctx, RESEED_RETRY);
+            return;
+        };
         self.registered = result.registered;
         self.deferral = Some(result.deferral);
         self.next_reseed = Instant::now() + self.reseed_every;
@@ -278,22 +351,25 @@ impl Handler<Reseeded> for GroupActor {
         if !self.ring.is_empty() || !self.registered {
             self.wake(WakeSource::Wheel);
         }
+        self.arm_wheel(ctx);
+        self.rearm_reseed(ctx);
     }
 }
 
 impl Handler<WildcardDone> for GroupActor {
     type Result = ();
 
-    fn handle(&mut self, _: WildcardDone, _: &mut Self::Context) {
+    fn handle(&mut self, _: WildcardDone, ctx: &mut Self::Context) {
         self.registered = true;
         self.next_reseed = Instant::now();
+        self.rearm_reseed(ctx);
     }
 }
 
 impl Handler<PushLanded> for GroupActor {
     type Result = ();
 
-    fn handle(&mut self, msg: PushLanded, _: &mut Self::Context) {
+    fn handle(&mut self, msg: PushLanded, ctx: &mut Self::Context) {
         let p = msg.partition;
         *self.pending.entry(p.id).or_insert(0) += i64::from(msg.messages);
         if !self.hotlist {
@@ -306,34 +382,39 @@ impl Handler<PushLanded> for GroupActor {
                     // A new segment restarts the quiet period: off the ring until it ends.
                     self.window_until.insert(p.id, Instant::now() + d.window);
                     self.offer(p);
+                    self.arm_wheel(ctx);
                     return;
                 }
                 _ => self.offer(p),
             }
         }
         self.wake(msg.source);
+        self.arm_wheel(ctx);
     }
 }
 
 impl Handler<AckReleased> for GroupActor {
     type Result = ();
 
-    fn handle(&mut self, msg: AckReleased, _: &mut Self::Context) {
+    fn handle(&mut self, msg: AckReleased, ctx: &mut Self::Context) {
         if self.hotlist {
             self.offer(msg.0);
         } else if !self.hints.contains(&msg.0) && self.hints.len() < MAX_LEGACY_HINTS {
             self.hints.push(msg.0);
         }
         self.wake(WakeSource::Ack);
+        self.arm_wheel(ctx);
     }
 }
 
 impl Handler<Park> for GroupActor {
     type Result = MessageResult<Park>;
 
-    fn handle(&mut self, _: Park, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, _: Park, ctx: &mut Self::Context) -> Self::Result {
         self.last_used = Instant::now();
-        MessageResult(self.gate.park())
+        let parked = self.gate.park();
+        self.arm_reseed(ctx, Duration::ZERO);
+        MessageResult(parked)
     }
 }
 
@@ -356,8 +437,9 @@ impl Handler<Seen> for GroupActor {
 impl Handler<ConfigChanged> for GroupActor {
     type Result = ();
 
-    fn handle(&mut self, _: ConfigChanged, _: &mut Self::Context) {
+    fn handle(&mut self, _: ConfigChanged, ctx: &mut Self::Context) {
         self.deferral = None;
+        self.rearm_reseed(ctx);
     }
 }
 

@@ -1,10 +1,12 @@
 //! The wake gate: long-polls parked on one group, and what opens it.
 //!
-//! A parked pop holds a receiver and nothing else (no permit, no connection). Opening the
-//! gate wakes every parked pop at once; each re-asks the actor for work, and those that
-//! find none park again. A wake that is lost costs the parked pop one backoff interval.
+//! A parked pop holds a receiver and nothing else (no permit, no connection, no timer of
+//! the actor's). Opening the gate wakes every parked pop at once; each re-asks the actor
+//! for work, and those that find none park again. When the group's reseed falls due the
+//! actor wakes only the longest-parked pop ([`WakeGate::open_one`]), which runs it.
 //! How long each woken pop was parked is observed in `queen_wake_wait_seconds`.
 
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
@@ -26,12 +28,14 @@ pub enum WakeSource {
     Wheel,
     /// A pop checked lent candidates back into the ring (skipped, busy, or with more left).
     Returned,
+    /// The group's reseed fell due while pops were parked: one is woken to run it.
+    Reseed,
 }
 
 /// Parked long-polls of one group.
 #[derive(Debug, Default)]
 pub struct WakeGate {
-    parked: Vec<(oneshot::Sender<WakeSource>, Instant)>,
+    parked: VecDeque<(oneshot::Sender<WakeSource>, Instant)>,
 }
 
 impl WakeSource {
@@ -43,6 +47,7 @@ impl WakeSource {
             WakeSource::Ack => "ack",
             WakeSource::Wheel => "wheel",
             WakeSource::Returned => "returned",
+            WakeSource::Reseed => "reseed",
         }
     }
 
@@ -55,6 +60,7 @@ impl WakeSource {
             WakeSource::Ack => &metrics.wakes_ack,
             WakeSource::Wheel => &metrics.wakes_wheel,
             WakeSource::Returned => &metrics.wakes_returned,
+            WakeSource::Reseed => &metrics.wakes_reseed,
         }
     }
 }
@@ -66,7 +72,7 @@ impl WakeGate {
         if self.parked.len() > 64 && self.parked.len().is_power_of_two() {
             self.parked.retain(|(s, _)| !s.is_closed());
         }
-        self.parked.push((tx, Instant::now()));
+        self.parked.push_back((tx, Instant::now()));
         rx
     }
 
@@ -82,6 +88,28 @@ impl WakeGate {
             .filter_map(|(s, since)| s.send(source).ok().map(|()| since))
             .inspect(|since| waited.observe(now.saturating_duration_since(*since).as_secs_f64()))
             .count()
+    }
+
+    /// Wakes the longest-parked pop that is still waiting (forgetting those that went away
+    /// before it); false when none was.
+    pub fn open_one(&mut self, source: WakeSource) -> bool {
+        let now = Instant::now();
+        while let Some((sender, since)) = self.parked.pop_front() {
+            if sender.send(source).is_ok() {
+                latency()
+                    .wake_wait
+                    .with_label_values(&[source.label()])
+                    .observe(now.saturating_duration_since(since).as_secs_f64());
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether any pop is parked (some may have gone away since; cheaper than
+    /// [`WakeGate::waiting`]).
+    pub fn any_parked(&self) -> bool {
+        !self.parked.is_empty()
     }
 
     /// Parked pops still waiting (forgets those whose pop went away).
@@ -105,6 +133,21 @@ mod tests {
         assert_eq!(a.await.unwrap(), WakeSource::Push);
         assert_eq!(b.await.unwrap(), WakeSource::Push);
         assert_eq!(gate.open(WakeSource::Wheel), 0);
+    }
+
+    #[tokio::test]
+    async fn opening_one_wakes_the_longest_parked_live_pop_only() {
+        let mut gate = WakeGate::default();
+        drop(gate.park());
+        let mut first = gate.park();
+        let mut second = gate.park();
+        assert!(gate.open_one(WakeSource::Reseed));
+        assert_eq!(first.try_recv().unwrap(), WakeSource::Reseed);
+        assert!(second.try_recv().is_err(), "only one pop is woken");
+        assert_eq!(gate.waiting(), 1);
+        drop(second);
+        assert!(!gate.open_one(WakeSource::Reseed));
+        assert_eq!(gate.waiting(), 0);
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ pub const KNOWN_VARS: &[&str] = &[
     "QUEEN_BIND_ADDR",
     "QUEEN_HTTP_WORKERS",
     "QUEEN_MAX_BODY_BYTES",
+    "QUEEN_HTTP_MAX_CONNECTIONS",
     "DATABASE_URL",
     "PG_HOST",
     "PG_PORT",

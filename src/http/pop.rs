@@ -138,14 +138,14 @@ async fn serve(
             }
         };
         echo.conflation = Some(
-            conflation_policy(
+            Box::pin(conflation_policy(
                 &state.broker,
                 &tenant,
                 queue,
                 &request.group,
                 request.subscription_mode,
                 request.subscription_from,
-            )
+            ))
             .await?,
         );
     }
@@ -172,19 +172,24 @@ async fn serve(
     };
     match answer.render(&claim.delivery) {
         Ok(response) => {
-            claim.commit().await?;
+            Box::pin(claim.commit()).await?;
             Ok(response)
         }
         Err(error) => {
-            let delivery = claim.abandon().await?;
+            let delivery = Box::pin(claim.abandon()).await?;
             if request.auto_ack {
                 return Err(ApiError::Corrupt(error));
             }
             let key = state.broker.config.push.payload_key.as_ref();
             let bad = unrenderable::find(&delivery, key);
-            let rest =
-                unrenderable::give_back(&state.broker, &tenant, &request.group, delivery, &bad)
-                    .await?;
+            let rest = Box::pin(unrenderable::give_back(
+                &state.broker,
+                &tenant,
+                &request.group,
+                delivery,
+                &bad,
+            ))
+            .await?;
             if rest.slices.is_empty() || bad.is_empty() {
                 return Err(ApiError::Corrupt(error));
             }

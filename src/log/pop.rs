@@ -197,12 +197,23 @@ impl<'a> Pop<'a> {
     }
 
     /// Waits for a wake or one backoff interval (whichever comes first), holding nothing.
-    /// Returns true when woken, which resets the backoff.
-    async fn park(&self, gate: Option<oneshot::Receiver<WakeSource>>, attempt: u32) -> bool {
+    /// Returns true when woken, which resets the backoff. A pop parked by the group actor's
+    /// plan (`until_woken`) has no backoff of its own: the actor wakes one of its parked
+    /// pops when the group's reseed falls due, so it waits for a wake or its deadline.
+    async fn park(
+        &self,
+        gate: Option<oneshot::Receiver<WakeSource>>,
+        attempt: u32,
+        until_woken: bool,
+    ) -> bool {
         let Some(left) = self.time_left() else {
             return false;
         };
-        let pause = wait_interval(attempt, &self.broker.config.pop).min(left);
+        let pause = if until_woken && gate.is_some() {
+            left
+        } else {
+            wait_interval(attempt, &self.broker.config.pop).min(left)
+        };
         let _parked = Parked::count(&self.broker.metrics);
         let wait = async {
             match gate {
@@ -271,14 +282,14 @@ pub async fn pop<'a>(
             };
             let mut attempt = 0;
             loop {
-                if let Some(d) = pop.claim(&scope).await? {
+                if let Some(d) = Box::pin(pop.claim(&scope)).await? {
                     return Ok(Some(d));
                 }
                 attempt += 1;
                 if pop.time_left().is_none() {
                     return Ok(None);
                 }
-                pop.park(None, attempt).await;
+                pop.park(None, attempt, false).await;
             }
         }
     }
@@ -298,7 +309,7 @@ async fn serve_partition<'a>(
     let key = group_key(pop, queue);
     let mut attempt = 0;
     loop {
-        if let Some(d) = pop.claim(&scope).await? {
+        if let Some(d) = Box::pin(pop.claim(&scope)).await? {
             return Ok(Some(d));
         }
         if pop.time_left().is_none() {
@@ -306,7 +317,7 @@ async fn serve_partition<'a>(
         }
         seen(pop, &key).await;
         let gate = pop.broker.registry.group(&key).send(Park).await.ok();
-        attempt = if pop.park(gate, attempt).await {
+        attempt = if pop.park(gate, attempt, false).await {
             0
         } else {
             attempt + 1
@@ -321,14 +332,17 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
     let mut hold_until: Option<Instant> = None;
     loop {
         let plan = plan(pop, &key).await;
+        let mut until_woken = false;
         let gate = match plan {
-            PopPlan::Empty { parked } => parked,
+            PopPlan::Empty { parked } => {
+                until_woken = true;
+                parked
+            }
             PopPlan::Wildcard => {
-                let claimed = pop
-                    .claim(&PopScope::Wildcard {
-                        queue: queue.as_str(),
-                    })
-                    .await;
+                let claimed = Box::pin(pop.claim(&PopScope::Wildcard {
+                    queue: queue.as_str(),
+                }))
+                .await;
                 pop.broker.registry.group(&key).do_send(WildcardDone);
                 if let Some(d) = claimed? {
                     return Ok(Some(d));
@@ -336,7 +350,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
                 None
             }
             PopPlan::Reseed(ticket) => {
-                hotlist::reseed(pop, &key, ticket).await?;
+                Box::pin(hotlist::reseed(pop, &key, ticket)).await?;
                 continue;
             }
             PopPlan::Candidates {
@@ -360,7 +374,8 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
                         continue;
                     }
                 }
-                let claimed = hotlist::claim_candidates(pop, queue, loan, skip_window).await?;
+                let claimed =
+                    Box::pin(hotlist::claim_candidates(pop, queue, loan, skip_window)).await?;
                 if let Some(d) = claimed {
                     Metrics::bump(&pop.broker.metrics.pops_from_ring);
                     return Ok(Some(d));
@@ -368,7 +383,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
                 None
             }
             PopPlan::Legacy { hints } => {
-                if let Some(d) = hotlist::legacy(pop, queue, hints).await? {
+                if let Some(d) = Box::pin(hotlist::legacy(pop, queue, hints)).await? {
                     return Ok(Some(d));
                 }
                 None
@@ -382,7 +397,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
             Some(gate) => Some(gate),
             None => pop.broker.registry.group(&key).send(Park).await.ok(),
         };
-        attempt = if pop.park(gate, attempt).await {
+        attempt = if pop.park(gate, attempt, until_woken).await {
             0
         } else {
             attempt + 1
@@ -469,6 +484,35 @@ mod tests {
             ack_sync_commit: false,
             reseed_every: Duration::from_secs(5),
         }
+    }
+
+    /// The size of the future an async fn returns, without calling it.
+    fn output_size<A, B, C, F: std::future::Future>(_: fn(A, B, C) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A parked pop keeps its future for its whole wait, so the SQL steps (kilobytes of
+    /// state each) are boxed: the queue pop's future must be smaller than any of them.
+    #[test]
+    fn a_queue_pop_future_does_not_hold_its_sql_steps_inline() {
+        let queue: fn(&'static Pop<'static>, &'static QueueName, u8) -> _ =
+            |p, q, _| serve_queue(p, q);
+        let candidates: fn(
+            &'static Pop<'static>,
+            &'static QueueName,
+            crate::actors::group::Loan,
+        ) -> _ = |p, q, l| hotlist::claim_candidates(p, q, l, false);
+        let claim: fn(&'static Pop<'static>, &'static PopScope<'static>, u8) -> _ =
+            |p, s, _| p.claim(s);
+        let (queue, candidates, claim) = (
+            output_size(queue),
+            output_size(candidates),
+            output_size(claim),
+        );
+        assert!(
+            queue < candidates.min(claim),
+            "serve_queue {queue} bytes, claim_candidates {candidates}, claim {claim}"
+        );
     }
 
     #[test]

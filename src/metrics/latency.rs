@@ -102,7 +102,7 @@ impl Latency {
         );
         // Series that exist from the start, so a dashboard's rate() has something to read
         // before the first wake or call (the SQL histogram grows a series per function).
-        for source in ["push", "peer", "ack", "wheel", "returned"] {
+        for source in ["push", "peer", "ack", "wheel", "returned", "reseed"] {
             wake_wait.with_label_values(&[source]);
         }
         for function in HOT_SQL_FUNCTIONS {

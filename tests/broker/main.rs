@@ -84,3 +84,4 @@ mod txn_keys;
 mod upgrade;
 mod wakes_lost;
 mod wakes_push;
+mod wakes_quiet;

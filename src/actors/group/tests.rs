@@ -12,13 +12,16 @@ use crate::actors::registry::Registry;
 use crate::domain::{ConsumerGroup, QueueName, Tenant};
 
 fn registry() -> Arc<Registry> {
-    let long = Duration::from_secs(600);
+    registry_reseeding_every(Duration::from_secs(600))
+}
+
+fn registry_reseeding_every(reseed_every: Duration) -> Arc<Registry> {
     Registry::new(
         Arbiter::current(),
         Arc::new(Metrics::default()),
         true,
-        long,
-        long,
+        reseed_every,
+        Duration::from_secs(600),
     )
 }
 
@@ -148,4 +151,50 @@ async fn a_ring_from_a_complete_reseed_waits_for_the_periodic_reseed() {
     let plan = plan_after_consuming_a_reseed(false).await;
 
     assert!(matches!(plan, PopPlan::Empty { .. }), "{plan:?}");
+}
+
+/// Parked pops keep no timer of their own: when the group's reseed falls due, the actor
+/// wakes the longest-parked pop (which runs it) and leaves the others parked.
+#[actix_rt::test]
+async fn a_reseed_falling_due_wakes_one_parked_pop_to_run_it() {
+    // Arrange: a first reseed that found nothing, then two parked pops.
+    let registry = registry_reseeding_every(Duration::from_millis(300));
+    let actor = registry.group(&key());
+    let PopPlan::Reseed(ticket) = actor.send(plan_pop()).await.expect("the actor is alive") else {
+        panic!("a fresh actor plans a reseed first");
+    };
+    ticket.finish(ReseedResult {
+        registered: true,
+        deferral: Deferral::default(),
+        pending: vec![],
+        truncated: false,
+    });
+    let park = || PlanPop {
+        partitions: 1,
+        park_if_empty: true,
+    };
+    let PopPlan::Empty {
+        parked: Some(first),
+    } = actor.send(park()).await.expect("alive")
+    else {
+        panic!("an empty ring parks the pop");
+    };
+    let PopPlan::Empty {
+        parked: Some(mut second),
+    } = actor.send(park()).await.expect("alive")
+    else {
+        panic!("an empty ring parks the pop");
+    };
+
+    // Act
+    let woken = tokio::time::timeout(Duration::from_secs(3), first).await;
+
+    // Assert
+    assert!(
+        matches!(woken, Ok(Ok(WakeSource::Reseed))),
+        "the first parked pop was not woken for the reseed: {woken:?}"
+    );
+    assert!(second.try_recv().is_err(), "the second pop was woken too");
+    let plan = actor.send(plan_pop()).await.expect("the actor is alive");
+    assert!(matches!(plan, PopPlan::Reseed(_)), "{plan:?}");
 }

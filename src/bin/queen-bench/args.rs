@@ -29,6 +29,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Offset reads (fetch) against pop+ack and a raw SELECT of one backlog.
     Reads(crate::reads::ReadsArgs),
+    /// Park many long-poll pops on a broker and measure what they cost: memory per parked
+    /// pop against idle keep-alive connections, idle CPU, and wake latency.
+    Parked(Box<crate::parked::ParkedArgs>),
 }
 
 /// One scenario.
@@ -263,7 +266,8 @@ fn parse_fraction(raw: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_env_pair(raw: &str) -> Result<(String, String), String> {
+/// Parses one `--broker-env` `KEY=VALUE` pair (shared by the subcommands that start a broker).
+pub fn parse_env_pair(raw: &str) -> Result<(String, String), String> {
     match raw.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
         _ => Err(format!("{raw:?} is not KEY=VALUE")),
@@ -290,8 +294,9 @@ mod tests {
             .command
         {
             Command::Run(r) => r.validate().map(|()| *r),
-            Command::Report(_) => Err("parsed as report".to_owned()),
-            Command::Reads(_) => Err("parsed as reads".to_owned()),
+            Command::Report(_) | Command::Reads(_) | Command::Parked(_) => {
+                Err("parsed as another command".to_owned())
+            }
         }
     }
 

@@ -7,13 +7,15 @@
 //! (binary push and framed pop bodies), [`wire`] (JSON against binary), [`stats`]
 //! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
-//! [`reads`] is the offset-read comparison (`queen-bench reads`).
+//! [`reads`] is the offset-read comparison (`queen-bench reads`), [`parked`] what parked
+//! long-polls cost (`queen-bench parked`).
 
 mod args;
 mod baseline;
 mod broker;
 mod ceiling;
 mod cpu;
+mod parked;
 mod pg;
 mod phase;
 mod plot;
@@ -48,20 +50,11 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(run_args) => {
             let command = shell_words(std::env::args());
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(anyhow::Error::from)
-                .and_then(|rt| rt.block_on(run_and_write(*run_args, command)))
+            on_runtime(run_and_write(*run_args, command))
         }
         Command::Report(report_args) => report::write(&report_args),
-        Command::Reads(reads_args) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(reads::run(&reads_args))),
+        Command::Reads(reads_args) => on_runtime(reads::run(&reads_args)),
+        Command::Parked(parked_args) => on_runtime(parked::main(*parked_args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -70,6 +63,16 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs a command's future on the two-thread runtime every measuring command uses.
+fn on_runtime(work: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(work))
 }
 
 async fn run_and_write(args: args::RunArgs, command: String) -> anyhow::Result<()> {

@@ -121,6 +121,7 @@ pub const COUNTERS: &[Family] = &[
             ("ack", "/wakes/ack"),
             ("wheel", "/wakes/wheel"),
             ("returned", "/wakes/returned"),
+            ("reseed", "/wakes/reseed"),
         ],
     ),
     (

@@ -10,7 +10,7 @@ fn snapshot() -> Value {
         "sql": {"wildcard": 1, "list": 4, "singleClaim": 6, "reseed": 2, "specific": 0, "discover": 0,
                 "hasPending": 0},
         "acks": {"wholeLease": 11, "itemized": 1},
-        "wakes": {"push": 7, "peer": 1, "ack": 0, "wheel": 0, "returned": 2},
+        "wakes": {"push": 7, "peer": 1, "ack": 0, "wheel": 0, "returned": 2, "reseed": 3},
         "limiter": {"limit": 16, "inFlight": 1, "acquiredTotal": 30},
         "pool": {"size": 20, "connections": 4, "idle": 1, "inUse": 3, "checkoutsTotal": 40,
                  "backgroundCheckoutsTotal": 6, "quarantined": 0},
@@ -33,6 +33,10 @@ fn counters_and_gauges_are_typed_and_labelled_from_the_snapshot() {
     );
     assert!(
         text.contains("queen_wakes_total{source=\"push\"} 7\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("queen_wakes_total{source=\"reseed\"} 3\n"),
         "{text}"
     );
     assert!(text.contains("queen_sql_calls_total{function=\"log_pop_list_v1\"} 4\n"));

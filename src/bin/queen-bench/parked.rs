@@ -1,0 +1,371 @@
+//! `queen-bench parked`: what parked long-poll pops cost a broker. It starts the broker,
+//! measures push-then-pop latency on a queue of its own, parks pops over groups and queues
+//! on connections of their own, and reports RSS growth per parked pop, the broker's CPU
+//! while they wait, the same push-then-pop latency again, how fast a push wakes parked
+//! pops, and last, for comparison, RSS growth per idle keep-alive connection.
+//!
+//! Map: [`args`] (command line), [`http`] (a bare keep-alive connection), [`figures`]
+//! (the arithmetic and the table).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use futures_util::{stream, StreamExt, TryStreamExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::cpu;
+use crate::spawn::{self, SpawnedBroker};
+use crate::stats::Latency;
+
+mod args;
+mod figures;
+mod http;
+
+pub use args::ParkedArgs;
+use figures::{bytes_per_item, cpu_rate, groups_on_queue, placement, Figures};
+use http::Conn;
+
+/// Connections one loopback source address carries (below its ephemeral port range).
+const PER_SOURCE_ADDRESS: usize = 20_000;
+/// The queue of the push-then-pop probes.
+const PROBE_QUEUE: &str = "parked-bench-probe";
+/// Longest wait for every pop to be parked.
+const PARK_TIMEOUT: Duration = Duration::from_secs(600);
+/// Pause between two wake pushes, and after the last.
+const WAKE_GAP: Duration = Duration::from_millis(300);
+/// Pause before the RSS reading with the idle connections open: well inside actix's 5 s
+/// keep-alive, after which the broker closes a connection that sent nothing more.
+const IDLE_SETTLE: Duration = Duration::from_millis(1500);
+
+/// Runs the measurement, prints its table, and writes the JSON file when asked.
+pub async fn main(args: ParkedArgs) -> anyhow::Result<()> {
+    let figures = run(&args).await?;
+    print!("{}", figures::render(&figures));
+    if let Some(path) = &args.out {
+        std::fs::write(path, serde_json::to_vec_pretty(&figures)?)?;
+        eprintln!("figures written to {}", path.display());
+    }
+    Ok(())
+}
+
+async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
+    let idle_count = args.idle_connections();
+    let (groups, queues) = (args.groups as usize, args.queues as usize);
+    raise_fd_limit((args.pops + idle_count) as u64 + 4096)?;
+    let load_start = load_average();
+    let binary = match &args.broker_bin {
+        Some(b) => b.clone(),
+        None => spawn::default_binary()?,
+    };
+    let mut broker = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
+    let pid = broker.pid().context("the broker has no pid")?;
+    let server: SocketAddr = broker
+        .url
+        .trim_start_matches("http://")
+        .parse()
+        .context("the broker's address")?;
+    let sources = Arc::new(AtomicUsize::new(0));
+    let epoch = Instant::now();
+
+    // The probe connects afresh for each use: the broker closes a keep-alive connection
+    // idle for 5 s.
+    let other_queue_before =
+        other_queue(&mut connect(server, &sources).await?, args.probes).await?;
+    tokio::time::sleep(args.settle).await;
+    let rss_start_kib = rss_kib(pid)?;
+
+    // Each pop is sent as soon as its connection is open (the broker answers 408 to a
+    // connection that sends no request head within 30 s).
+    let (woken_tx, mut woken_rx) = mpsc::unbounded_channel::<u64>();
+    let mut parked = JoinSet::new();
+    let mut connecting = stream::iter(0..args.pops)
+        .map(|i| {
+            let sources = &sources;
+            async move { connect(server, sources).await.map(|conn| (i, conn)) }
+        })
+        .buffer_unordered(args.connect_concurrency as usize);
+    while let Some(opened) = connecting.next().await {
+        let (i, conn) = opened?;
+        let (queue, group) = placement(i, groups, queues);
+        let url = format!(
+            "/api/v1/pop/queue/pq{queue}?consumerGroup=g{group}&wait=true&autoAck=true&timeout={}",
+            args.timeout_ms
+        );
+        parked.spawn(keep_parked(conn, url, epoch, woken_tx.clone()));
+    }
+    drop(connecting);
+    drop(woken_tx);
+    wait_parked(server, &sources, &mut parked, args.pops).await?;
+    tokio::time::sleep(args.settle).await;
+    let rss_parked_kib = rss_kib(pid)?;
+
+    let cpu_before = cpu::process_seconds(pid).unwrap_or(0.0);
+    let watch = Instant::now();
+    tokio::time::sleep(args.idle_window).await;
+    let idle_cpu = cpu_rate(
+        cpu_before,
+        cpu::process_seconds(pid).unwrap_or(0.0),
+        watch.elapsed().as_secs_f64(),
+    );
+    let mut probe = connect(server, &sources).await?;
+    let parked_reported = parked_now(&mut probe).await?;
+    check_alive(&mut parked)?;
+    let other_queue_parked = other_queue(&mut probe, args.probes).await?;
+
+    let mut wakes_expected = 0;
+    for w in 0..args.wakes {
+        let queue = w % queues;
+        wakes_expected += groups_on_queue(queue, groups, queues);
+        let sent_us = epoch.elapsed().as_micros() as u64;
+        let body =
+            format!(r#"{{"items":[{{"queue":"pq{queue}","payload":{{"sent_us":{sent_us}}}}}]}}"#);
+        let answer = probe.post_json("/api/v1/push", &body).await?;
+        anyhow::ensure!(answer.status < 300, "wake push answered {}", answer.status);
+        tokio::time::sleep(WAKE_GAP).await;
+    }
+    tokio::time::sleep(WAKE_GAP * 4).await;
+    let mut woken = Vec::new();
+    while let Ok(us) = woken_rx.try_recv() {
+        woken.push(us);
+    }
+    check_alive(&mut parked)?;
+
+    // The comparison last, with the pops still parked: memory the idle connections free
+    // when the broker closes them (5 s keep-alive) is not reused by the pops' figures.
+    let rss_before_idle_kib = rss_kib(pid)?;
+    let idle = open(server, &sources, idle_count, args.connect_concurrency).await?;
+    let idle: Vec<Conn> = stream::iter(idle)
+        .map(|mut conn| async move {
+            let answer = conn.get("/health").await?;
+            anyhow::ensure!(answer.status == 200, "/health answered {}", answer.status);
+            Ok(conn)
+        })
+        .buffer_unordered(args.connect_concurrency as usize)
+        .try_collect()
+        .await?;
+    tokio::time::sleep(IDLE_SETTLE).await;
+    let rss_idle_kib = rss_kib(pid)?;
+    parked.abort_all();
+    drop(idle);
+    broker.stop();
+    Ok(Figures {
+        pops: args.pops,
+        groups,
+        queues,
+        idle_connections: idle_count,
+        rss_start_kib,
+        rss_parked_kib,
+        rss_before_idle_kib,
+        rss_idle_kib,
+        bytes_per_idle_connection: bytes_per_item(rss_before_idle_kib, rss_idle_kib, idle_count),
+        bytes_per_parked_pop: bytes_per_item(rss_start_kib, rss_parked_kib, args.pops),
+        idle_cpu,
+        parked_reported,
+        wakes_seen: woken.len(),
+        wake: Latency::from_micros(&mut woken),
+        wakes_expected,
+        other_queue_before,
+        other_queue_parked,
+        load: (load_start, load_average()),
+    })
+}
+
+/// One consumer: pops with a long wait, again and again; each delivered message reports
+/// how long after its push it arrived (µs).
+async fn keep_parked(
+    mut conn: Conn,
+    url: String,
+    epoch: Instant,
+    woken: mpsc::UnboundedSender<u64>,
+) -> anyhow::Result<()> {
+    loop {
+        let answer = conn.get(&url).await?;
+        let now = epoch.elapsed().as_micros() as u64;
+        match answer.status {
+            204 => {}
+            200 => {
+                for sent in sent_stamps(&answer.body)? {
+                    let _ = woken.send(now.saturating_sub(sent));
+                }
+            }
+            other => bail!(
+                "a parked pop answered {other}: {}",
+                String::from_utf8_lossy(&answer.body)
+            ),
+        }
+    }
+}
+
+/// The `sent_us` stamps of a pop answer's messages.
+fn sent_stamps(body: &[u8]) -> anyhow::Result<Vec<u64>> {
+    let answer: serde_json::Value = serde_json::from_slice(body).context("pop answer")?;
+    Ok(answer["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter_map(|m| m["data"]["sent_us"].as_u64())
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// A connection from the next loopback source address with ports to spare.
+async fn connect(server: SocketAddr, sources: &AtomicUsize) -> anyhow::Result<Conn> {
+    let n = sources.fetch_add(1, Ordering::Relaxed);
+    let host = 1 + (n / PER_SOURCE_ADDRESS) as u32;
+    let local = IpAddr::V4(Ipv4Addr::from(
+        u32::from(Ipv4Addr::new(127, 0, 0, 0)) + host,
+    ));
+    Conn::connect(server, local).await
+}
+
+/// `count` connections, `concurrency` being opened at a time.
+async fn open(
+    server: SocketAddr,
+    sources: &AtomicUsize,
+    count: usize,
+    concurrency: u64,
+) -> anyhow::Result<Vec<Conn>> {
+    stream::iter(0..count)
+        .map(|_| connect(server, sources))
+        .buffer_unordered(concurrency as usize)
+        .try_collect()
+        .await
+}
+
+/// Push one message to the probe queue, then pop it (no wait); the latency of the pair.
+async fn other_queue(conn: &mut Conn, rounds: usize) -> anyhow::Result<Option<Latency>> {
+    let push = format!(r#"{{"items":[{{"queue":"{PROBE_QUEUE}","payload":{{"probe":true}}}}]}}"#);
+    let pop = format!("/api/v1/pop/queue/{PROBE_QUEUE}?autoAck=true");
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let pushed = conn.post_json("/api/v1/push", &push).await?;
+        anyhow::ensure!(pushed.status < 300, "probe push answered {}", pushed.status);
+        let mut tries = 0;
+        while conn.get(&pop).await?.status != 200 {
+            tries += 1;
+            anyhow::ensure!(tries < 1000, "the probe's message never came back");
+        }
+        samples.push(start.elapsed().as_micros() as u64);
+    }
+    Ok(Latency::from_micros(&mut samples))
+}
+
+/// Waits until the broker reports `pops` parked (a pop that failed ends the wait).
+async fn wait_parked(
+    server: SocketAddr,
+    sources: &AtomicUsize,
+    parked: &mut JoinSet<anyhow::Result<()>>,
+    pops: usize,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + PARK_TIMEOUT;
+    let mut probe = connect(server, sources).await?;
+    loop {
+        check_alive(parked)?;
+        let now = parked_now(&mut probe).await?;
+        if now >= pops as i64 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {now} of {pops} pops parked after {PARK_TIMEOUT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Fails when a parked pop's task ended (its error says why).
+fn check_alive(parked: &mut JoinSet<anyhow::Result<()>>) -> anyhow::Result<()> {
+    match parked.try_join_next() {
+        None => Ok(()),
+        Some(Ok(Ok(()))) => bail!("a parked pop ended"),
+        Some(Ok(Err(e))) => Err(e.context("a parked pop failed")),
+        Some(Err(e)) => Err(anyhow::Error::from(e).context("a parked pop panicked")),
+    }
+}
+
+/// The broker's `queen_pops_parked`.
+async fn parked_now(probe: &mut Conn) -> anyhow::Result<i64> {
+    let answer = probe.get("/metrics/prometheus").await?;
+    let text = String::from_utf8_lossy(&answer.body);
+    text.lines()
+        .find_map(|l| l.strip_prefix("queen_pops_parked "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|v| v as i64)
+        .context("no queen_pops_parked in /metrics/prometheus")
+}
+
+/// Resident memory of a process, KiB.
+fn rss_kib(pid: i32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS in /proc/<pid>/status")
+}
+
+/// The 1-minute load average.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// Raises this process's open-file limit to `want` (the broker it starts inherits it):
+/// the hard limit too when allowed (root with `CAP_SYS_RESOURCE`), else up to the hard
+/// limit, which must then cover `want`.
+fn raise_fd_limit(want: u64) -> anyhow::Result<()> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        bail!("getrlimit: {}", std::io::Error::last_os_error());
+    }
+    let want = want as libc::rlim_t;
+    if limit.rlim_cur >= want {
+        return Ok(());
+    }
+    let raised = libc::rlimit {
+        rlim_cur: want,
+        rlim_max: limit.rlim_max.max(want),
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        return Ok(());
+    }
+    let hard = libc::rlimit {
+        rlim_cur: limit.rlim_max,
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: as above.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &hard) } != 0 || limit.rlim_max < want {
+        bail!(
+            "{want} open files are needed and the hard limit is {} (raising it needs \
+             CAP_SYS_RESOURCE): park fewer pops or open fewer idle connections",
+            limit.rlim_max
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_come_from_each_message_s_data() {
+        let body = br#"{"messages":[{"data":{"sent_us":12}},{"data":{"other":1}},{"data":{"sent_us":40}}]}"#;
+        assert_eq!(sent_stamps(body).unwrap(), vec![12, 40]);
+        assert!(sent_stamps(b"{}").unwrap().is_empty());
+        assert!(sent_stamps(b"not json").is_err());
+    }
+}

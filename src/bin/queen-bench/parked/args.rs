@@ -1,0 +1,99 @@
+//! `queen-bench parked`: its command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::args::{parse_duration, parse_env_pair};
+
+/// How many pops to park, where, and how long to watch them.
+#[derive(Debug, Clone, Args)]
+pub struct ParkedArgs {
+    /// Pops to park (each on its own keep-alive connection).
+    #[arg(long, default_value_t = 8000)]
+    pub pops: usize,
+    /// Consumer groups the pops are spread over (round robin).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub groups: u64,
+    /// Queues the groups are spread over (round robin).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub queues: u64,
+    /// Idle keep-alive connections (one `GET /health` each) opened first, to compare a
+    /// parked pop with a connection that holds none [default: as many as --pops].
+    #[arg(long)]
+    pub idle_connections: Option<usize>,
+    /// Long-poll deadline of each parked pop, ms (longer than the whole run).
+    #[arg(long, default_value_t = 600_000)]
+    pub timeout_ms: u64,
+    /// Pushes into parked pops whose wake latency is measured (queues round robin).
+    #[arg(long, default_value_t = 20)]
+    pub wakes: usize,
+    /// How long the parked pops are watched for idle CPU.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub idle_window: Duration,
+    /// Pause before each RSS reading.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub settle: Duration,
+    /// Push-then-pop round trips on another queue, before and while the pops are parked.
+    #[arg(long, default_value_t = 50)]
+    pub probes: usize,
+    /// Connections opened at once.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub connect_concurrency: u64,
+    /// Broker binary [default: `queen` beside this binary].
+    #[arg(long)]
+    pub broker_bin: Option<PathBuf>,
+    /// Extra environment for the broker (KEY=VALUE, repeatable).
+    #[arg(long = "broker-env", value_parser = parse_env_pair)]
+    pub broker_env: Vec<(String, String)>,
+    /// Folder under which the broker keeps its embedded PostgreSQL.
+    #[arg(long, default_value = "/tmp")]
+    pub work_dir: PathBuf,
+    /// Write the figures as JSON here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl ParkedArgs {
+    /// Idle connections of the comparison.
+    pub fn idle_connections(&self) -> usize {
+        self.idle_connections.unwrap_or(self.pops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::args::{Cli, Command};
+
+    #[test]
+    fn defaults_are_the_measurement_of_the_parked_pop_issue() {
+        let cli = Cli::try_parse_from(["queen-bench", "parked"]).unwrap();
+        let Command::Parked(p) = cli.command else {
+            panic!("not parked")
+        };
+        assert_eq!((p.pops, p.groups, p.queues), (8000, 1000, 20));
+        assert_eq!(p.idle_connections(), 8000);
+        let cli = Cli::try_parse_from([
+            "queen-bench",
+            "parked",
+            "--pops",
+            "100000",
+            "--groups",
+            "10000",
+            "--idle-connections",
+            "0",
+        ])
+        .unwrap();
+        let Command::Parked(p) = cli.command else {
+            panic!("not parked")
+        };
+        assert_eq!(
+            (p.pops, p.groups, p.idle_connections()),
+            (100_000, 10_000, 0)
+        );
+        assert!(Cli::try_parse_from(["queen-bench", "parked", "--groups", "0"]).is_err());
+    }
+}
