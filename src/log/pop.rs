@@ -315,7 +315,10 @@ async fn serve_partition<'a>(
         if pop.time_left().is_none() {
             return Ok(None);
         }
-        seen(pop, &key).await;
+        if let Some(every) = seen_interval(pop, &key) {
+            // Boxed: a waiting pop's future does not carry the write's state.
+            Box::pin(seen(pop, &key, every)).await;
+        }
         let gate = pop.broker.registry.group(&key).send(Park).await.ok();
         attempt = if pop.park(gate, attempt, false).await {
             0
@@ -392,7 +395,10 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
         if pop.time_left().is_none() {
             return Ok(None);
         }
-        seen(pop, &key).await;
+        if let Some(every) = seen_interval(pop, &key) {
+            // Boxed: a waiting pop's future does not carry the write's state.
+            Box::pin(seen(pop, &key, every)).await;
+        }
         let gate = match gate {
             Some(gate) => Some(gate),
             None => pop.broker.registry.group(&key).send(Park).await.ok(),
@@ -405,17 +411,20 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
     }
 }
 
-/// Before a pop of a named group waits for messages: has the group's `last_seen_at`
-/// written when its actor says one is due ([`Seen`]), so the idle-group sweep
-/// (`QUEEN_IDLE_GROUP_SECS`) does not forget a group that is waiting, not abandoned. At
-/// most one write per group, node and interval (a quarter of the idle limit, 1 s to 60 s),
-/// none with the sweep off or in queue mode. A failure is logged; the pop waits anyway.
-async fn seen(pop: &Pop<'_>, key: &GroupKey) {
+/// How often a waiting group's `last_seen_at` is written: a quarter of the idle limit
+/// (`QUEEN_IDLE_GROUP_SECS`), 1 s to 60 s; `None` with the idle sweep off or in queue mode,
+/// which nothing sweeps.
+fn seen_interval(pop: &Pop<'_>, key: &GroupKey) -> Option<Duration> {
     let idle = pop.broker.config.retention.idle_group_secs;
-    if idle <= 0 || key.group.is_queue_mode() {
-        return;
-    }
-    let every = (Duration::from_secs(idle as u64) / 4).clamp(SEEN_MIN, SEEN_MAX);
+    (idle > 0 && !key.group.is_queue_mode())
+        .then(|| (Duration::from_secs(idle as u64) / 4).clamp(SEEN_MIN, SEEN_MAX))
+}
+
+/// Before a pop of a named group waits for messages: has the group's `last_seen_at`
+/// written when its actor says one is due ([`Seen`]), so the idle-group sweep does not
+/// forget a group that is waiting, not abandoned. At most one write per group, node and
+/// `every` ([`seen_interval`]). A failure is logged; the pop waits anyway.
+async fn seen(pop: &Pop<'_>, key: &GroupKey, every: Duration) {
     let due = pop.broker.registry.group(key).send(Seen { every }).await;
     if !matches!(due, Ok(true)) {
         return;
