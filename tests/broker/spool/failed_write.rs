@@ -54,31 +54,59 @@ impl Drop for SmallDisk {
     }
 }
 
+/// The spool on a 2 MB disk whose most is taken by a ballast file, the byte cap far above
+/// the disk: pushes fill it soon, and removing the ballast frees it again.
+struct BallastedSpool {
+    disk: SmallDisk,
+    ballast: std::path::PathBuf,
+}
+
+impl BallastedSpool {
+    fn mount() -> Option<Self> {
+        let disk = SmallDisk::mount("2M")?;
+        let ballast = disk.dir.path().join("ballast");
+        std::fs::write(&ballast, vec![1u8; 512 * 1024]).expect("the ballast fits");
+        Some(BallastedSpool { disk, ballast })
+    }
+
+    /// The broker's settings for this spool.
+    fn vars(&self) -> [(&str, &str); 3] {
+        [
+            (
+                "FILE_BUFFER_DIR",
+                self.disk.dir.path().to_str().expect("a UTF-8 path"),
+            ),
+            ("FILE_BUFFER_MAX_BYTES", "104857600"),
+            ("QUEEN_HTTP_WORKERS", "4"),
+        ]
+    }
+
+    fn free_the_ballast(&self) {
+        std::fs::remove_file(&self.ballast).expect("the ballast goes");
+    }
+}
+
+/// Switches push maintenance, so pushes go to the spool (or stop going there).
+async fn push_maintenance(b: &TestBroker, on: bool) {
+    let (status, body) = b
+        .post("/api/v1/system/maintenance", &json!({"push": on}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
 /// Concurrent pushes fill the disk under the spool for a moment: after a restart on the
 /// same spool, what was answered `buffered` is stored once each, and nothing answered 503.
 #[actix_rt::test]
 async fn a_push_answered_503_when_the_spool_disk_fills_is_never_replayed() {
     // Arrange: the spool on a disk much smaller than its byte cap, push maintenance on.
-    let Some(disk) = SmallDisk::mount("2M") else {
+    let Some(spool) = BallastedSpool::mount() else {
         eprintln!("skipped: this process cannot mount a loop file system");
         return;
     };
-    let spool_dir = disk.dir.path().to_str().expect("a UTF-8 path").to_owned();
-    let vars = [
-        ("FILE_BUFFER_DIR", spool_dir.as_str()),
-        ("FILE_BUFFER_MAX_BYTES", "104857600"),
-        ("QUEEN_HTTP_WORKERS", "4"),
-    ];
+    let vars = spool.vars();
     let b = TestBroker::start_with(&vars).await;
     let queue = "spool-disk";
-    let (status, _) = b
-        .post("/api/v1/system/maintenance", &json!({"push": true}))
-        .await;
-    assert_eq!(status, StatusCode::OK);
-
-    // ... most of it taken by a ballast file that goes once the disk has failed a write.
-    let ballast = disk.dir.path().join("ballast");
-    std::fs::write(&ballast, vec![1u8; 512 * 1024]).expect("the ballast fits");
+    push_maintenance(&b, true).await;
 
     // Act: rounds of 64 concurrent pushes of 3 KB each until the disk has failed some.
     let filler = "x".repeat(3 * 1024);
@@ -112,10 +140,9 @@ async fn a_push_answered_503_when_the_spool_disk_fills_is_never_replayed() {
     // its replay reads every file to its end.
     let pg = b.pg.clone();
     b.stop().await;
-    std::fs::remove_file(&ballast).expect("the ballast goes");
+    spool.free_the_ballast();
     let b = TestBroker::start_on(pg, &vars).await;
-    b.post("/api/v1/system/maintenance", &json!({"push": false}))
-        .await;
+    push_maintenance(&b, false).await;
     wait_replayed(&b.http, &b.base, Duration::from_secs(60)).await;
 
     // Assert
@@ -132,7 +159,7 @@ async fn a_push_answered_503_when_the_spool_disk_fills_is_never_replayed() {
         "stored: exactly what was answered buffered"
     );
     b.stop().await;
-    drop(disk);
+    drop(spool);
 }
 
 /// A spool whose disk filled takes pushes again, without a restart, once space is free:
@@ -141,21 +168,13 @@ async fn a_push_answered_503_when_the_spool_disk_fills_is_never_replayed() {
 #[actix_rt::test]
 async fn a_spool_whose_disk_filled_takes_pushes_again_once_space_is_free() {
     // Arrange: the spool on a small disk, most of it ballast, push maintenance on.
-    let Some(disk) = SmallDisk::mount("2M") else {
+    let Some(spool) = BallastedSpool::mount() else {
         eprintln!("skipped: this process cannot mount a loop file system");
         return;
     };
-    let spool_dir = disk.dir.path().to_str().expect("a UTF-8 path").to_owned();
-    let vars = [
-        ("FILE_BUFFER_DIR", spool_dir.as_str()),
-        ("FILE_BUFFER_MAX_BYTES", "104857600"),
-    ];
-    let b = TestBroker::start_with(&vars).await;
+    let b = TestBroker::start_with(&spool.vars()).await;
     let queue = "spool-refilled";
-    b.post("/api/v1/system/maintenance", &json!({"push": true}))
-        .await;
-    let ballast = disk.dir.path().join("ballast");
-    std::fs::write(&ballast, vec![1u8; 512 * 1024]).expect("the ballast fits");
+    push_maintenance(&b, true).await;
 
     // ... pushes until the disk refuses one, then a few more while it is still full.
     let filler = "x".repeat(3 * 1024);
@@ -179,7 +198,7 @@ async fn a_spool_whose_disk_filled_takes_pushes_again_once_space_is_free() {
     }
 
     // Act: the ballast goes; the next pushes find room.
-    std::fs::remove_file(&ballast).expect("the ballast goes");
+    spool.free_the_ballast();
     let after: Vec<u64> = (i + 10..i + 15).collect();
     for &n in &after {
         let (status, body) = push(&b.http, &b.base, &[item(n)]).await;
@@ -192,11 +211,10 @@ async fn a_spool_whose_disk_filled_takes_pushes_again_once_space_is_free() {
     }
 
     // Assert: the replay stores exactly what was answered buffered, in order.
-    b.post("/api/v1/system/maintenance", &json!({"push": false}))
-        .await;
+    push_maintenance(&b, false).await;
     wait_replayed(&b.http, &b.base, Duration::from_secs(60)).await;
     let got = read_partition(&b.http, &b.base, queue, "p").await;
     assert_eq!(got, buffered.iter().copied().collect::<Vec<_>>());
     b.stop().await;
-    drop(disk);
+    drop(spool);
 }
