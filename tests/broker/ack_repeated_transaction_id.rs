@@ -33,6 +33,19 @@ async fn one_lease_holding_one_id_twice(b: &TestBroker, queue: &str) -> Vec<Valu
     batch
 }
 
+/// Acks `messages` for group `g`, one request each, in the order given: each answer's item.
+async fn ack_one_by_one(b: &TestBroker, messages: impl IntoIterator<Item = &Value>) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for message in messages {
+        let mut ack = entry(message, "completed", None);
+        ack["consumerGroup"] = json!("g");
+        let (status, body) = b.post("/api/v1/ack", &ack).await;
+        assert_eq!(status, 200, "{body}");
+        answers.push(body[0].clone());
+    }
+    answers
+}
+
 /// After the acks: the cursor passed both, the lease is gone, and a later pop (past the
 /// lease, had it stayed) finds nothing.
 async fn assert_both_released(b: &TestBroker, queue: &str, batch: &[Value]) {
@@ -54,14 +67,7 @@ async fn two_messages_of_one_lease_with_one_transaction_id_acked_one_by_one_are_
     let batch = one_lease_holding_one_id_twice(&b, queue).await;
 
     // Act: two single acks, each naming the id.
-    let mut answers = Vec::new();
-    for message in &batch {
-        let mut ack = entry(message, "completed", None);
-        ack["consumerGroup"] = json!("g");
-        let (status, body) = b.post("/api/v1/ack", &ack).await;
-        assert_eq!(status, 200, "{body}");
-        answers.push(body[0].clone());
-    }
+    let answers = ack_one_by_one(&b, batch.iter()).await;
 
     // Assert: the first leaves the lease held (one message left), the second releases it.
     for a in &answers {
@@ -127,14 +133,7 @@ async fn a_repeated_transaction_id_acked_ahead_of_an_earlier_message_releases_ea
     );
 
     // Act: the repeated id twice (both ahead of `x`), then `x`.
-    let mut answers = Vec::new();
-    for k in [1, 2, 0] {
-        let mut ack = entry(&batch[k], "completed", None);
-        ack["consumerGroup"] = json!("g");
-        let (status, body) = b.post("/api/v1/ack", &ack).await;
-        assert_eq!(status, 200, "{body}");
-        answers.push(body[0].clone());
-    }
+    let answers = ack_one_by_one(&b, [1, 2, 0].map(|k| &batch[k])).await;
 
     // Assert
     for a in &answers {
