@@ -24,7 +24,7 @@ use super::directory::Directory;
 use super::ring::{PartitionRef, Ring};
 use super::wake_gate::{WakeGate, WakeSource};
 use super::wheel::Wheel;
-use super::GroupKey;
+use super::{heap_return, GroupKey};
 use crate::metrics::Metrics;
 
 /// How often the wheel is checked for due partitions while it holds any (an empty wheel
@@ -229,6 +229,7 @@ impl Actor for GroupActor {
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
         self.directory.forget(&self.key, &ctx.address());
+        heap_return::actor_stopped();
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod directory;
 pub mod group;
+pub mod heap_return;
 pub mod registry;
 pub mod ring;
 pub mod wake_gate;
