@@ -68,6 +68,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("064_baseline.sql"),
     migration!("065_drop_unused_functions.sql"),
     migration!("066_group_last_seen.sql"),
+    migration!("067_kv.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
