@@ -48,6 +48,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/lease/{lease_id}/extend", RW),
     ("POST", "/api/v1/fetch", RO),
     ("POST", "/api/v1/partitions/changed", RO),
+    // Reads need read-only; the handler asks read-write of a call with a write op.
+    ("POST", "/api/v1/kv", RO),
     ("POST", "/api/v1/configure", RW),
     ("GET", "/api/v1/system/maintenance", RO),
     ("POST", "/api/v1/system/maintenance", ADMIN),

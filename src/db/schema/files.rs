@@ -91,6 +91,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("get_maintenance_v1.sql"),
     function!("get_maintenance_v2.sql"),
     function!("groups_limit_v1.sql"),
+    function!("kv_apply_v1.sql"),
     function!("lease_holders_v1.sql"),
     function!("lease_partition.sql"),
     function!("lease_require_v2.sql"),
