@@ -136,6 +136,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("resources_queues_v1.sql"),
     function!("resources_tasks_v1.sql"),
     function!("retention_idle_v1.sql"),
+    function!("retention_kv_v1.sql"),
     function!("retention_rows_v1.sql"),
     function!("retention_segments_v1.sql"),
     function!("retention_segments_v2.sql"),

@@ -1,11 +1,13 @@
 //! TTLs: an expired key is invisible at once (before any sweep), `expect: 0` and
 //! `putIfAbsent` win over an expired unswept row, `incr` counts it as 0 and its TTL is
-//! create-only.
+//! create-only, and the retention sweeper removes the expired rows, and only them.
+
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::{get, one, put, results, stored_rows};
-use crate::support::TestBroker;
+use crate::support::{eventually, TestBroker};
 
 /// Moves the expiry of `key` into the past, as if its TTL had run out.
 async fn expire(b: &TestBroker, key: &str) {
@@ -98,4 +100,41 @@ async fn incr_keeps_a_live_key_expiry_and_put_never_inherits_one() {
     one(&b, with_ttl("k", 600)).await;
     one(&b, put("app", "k", json!(1))).await;
     assert_eq!(one(&b, get("app", "k")).await["expiresAt"], json!(null));
+}
+
+#[actix_rt::test]
+async fn the_sweeper_removes_expired_rows_and_keeps_live_ones() {
+    let b = TestBroker::start_with(crate::retention::FAST_SWEEP).await;
+    let ops: Vec<_> = (0..30).map(|i| with_ttl(&format!("e{i}"), 600)).collect();
+    results(&b, serde_json::Value::Array(ops)).await;
+    results(
+        &b,
+        json!([put("app", "kept", json!(1)), with_ttl("later", 600)]),
+    )
+    .await;
+    b.sql()
+        .await
+        .execute(
+            "UPDATE queen.kv SET expires_at = now() - interval '1 second' \
+             WHERE key LIKE 'e%'",
+            &[],
+        )
+        .await
+        .expect("age keys");
+
+    let left = eventually(Duration::from_secs(20), || async {
+        let n = stored_rows(&b).await;
+        (n == 2).then_some(n)
+    })
+    .await;
+
+    assert_eq!(left, Some(2), "the 30 expired rows are swept");
+    assert_eq!(one(&b, get("app", "kept")).await["found"], true);
+    assert_eq!(one(&b, get("app", "later")).await["found"], true);
+    let (_, metrics) = b.get("/metrics").await;
+    assert!(
+        metrics["retention"]["removed"]["kvKeys"].as_u64() >= Some(30),
+        "{}",
+        metrics["retention"]
+    );
 }
