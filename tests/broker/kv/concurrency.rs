@@ -10,34 +10,35 @@ use serde_json::json;
 use super::{get, one};
 use crate::support::TestBroker;
 
+/// Fifty callers race for one key, ten times over (ten keys), so a race window shows.
 #[actix_rt::test]
 async fn fifty_concurrent_put_if_absent_have_exactly_one_winner() {
     let b = TestBroker::start().await;
-    let answers = join_all((0..50).map(|i| {
-        let b = &b;
-        async move {
-            one(
-                b,
-                json!({"op": "putIfAbsent", "ns": "race", "key": "leader", "value": i,
-                       "ttlSeconds": 600}),
-            )
-            .await
-        }
-    }))
-    .await;
+    for round in 0..10 {
+        let key = format!("leader-{round}");
+        let answers = join_all((0..50).map(|i| {
+            let (b, key) = (&b, &key);
+            async move {
+                one(
+                    b,
+                    json!({"op": "putIfAbsent", "ns": "race", "key": key, "value": i,
+                           "ttlSeconds": 600}),
+                )
+                .await
+            }
+        }))
+        .await;
 
-    let winners: Vec<_> = answers.iter().filter(|a| a["applied"] == true).collect();
-    assert_eq!(winners.len(), 1, "{answers:?}");
-    let winner = winners[0];
-    for loser in answers.iter().filter(|a| a["applied"] != true) {
-        assert_eq!(loser["reason"], "exists", "{loser}");
-        assert_eq!(loser["value"], winner["value"], "{loser}");
-        assert_eq!(loser["version"], winner["version"], "{loser}");
+        let winners: Vec<_> = answers.iter().filter(|a| a["applied"] == true).collect();
+        assert_eq!(winners.len(), 1, "{key}: {answers:?}");
+        let winner = winners[0];
+        for loser in answers.iter().filter(|a| a["applied"] != true) {
+            assert_eq!(loser["reason"], "exists", "{loser}");
+            assert_eq!(loser["value"], winner["value"], "{loser}");
+            assert_eq!(loser["version"], winner["version"], "{loser}");
+        }
+        assert_eq!(one(&b, get("race", &key)).await["value"], winner["value"]);
     }
-    assert_eq!(
-        one(&b, get("race", "leader")).await["value"],
-        winner["value"]
-    );
 }
 
 #[actix_rt::test]

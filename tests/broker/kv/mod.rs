@@ -1,11 +1,13 @@
 //! `POST /api/v1/kv` over real HTTP and a real PostgreSQL: every op and verdict
 //! ([`ops`]), prefix pages ([`prefix`]), `required` rollback ([`required`]), expiry and the
 //! sweeper ([`expiry`]), linearizable conditional writes under real concurrency
-//! ([`concurrency`]), and tenants, roles and refused input ([`access`]).
+//! ([`concurrency`]), tenants, roles and refused input ([`access`]), and a database
+//! failure that answers 503 only with nothing applied ([`failures`]).
 
 mod access;
 mod concurrency;
 mod expiry;
+mod failures;
 mod ops;
 mod prefix;
 mod required;
