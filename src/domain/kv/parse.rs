@@ -259,13 +259,23 @@ fn value(i: usize, obj: &Map<String, Value>) -> Result<Value, KvInputError> {
         ));
     }
     // PostgreSQL's jsonb holds no NUL character in a string.
-    if text.contains("\\u0000") {
+    if holds_nul(v) {
         return Err(shape(
             "value",
             format!("op {i}: the value holds a NUL character"),
         ));
     }
     Ok(v.clone())
+}
+
+/// Whether a string or object key anywhere in `v` holds a NUL character.
+fn holds_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
 }
 
 /// Exactly one of `ttlSeconds` (an integer > 0) or `forever: true`; `None` is forever.
@@ -388,5 +398,11 @@ mod tests {
         assert_eq!(delta.reason, "number");
         let check = refused(json!([{"op": "check", "ns": "a", "key": "c"}]));
         assert_eq!(check.reason, "expect");
+        let nul = refused(json!([{"op": "put", "ns": "a", "key": "k", "forever": true,
+                                   "value": {"deep": ["a\u{0}b"]}}]));
+        assert_eq!(nul.reason, "value");
+        let escaped = json!([{"op": "put", "ns": "a", "key": "k", "forever": true,
+                              "value": "a literal \\u0000"}]);
+        assert!(parse_ops(&escaped).is_ok(), "a backslash is not a NUL");
     }
 }
