@@ -31,6 +31,7 @@ async fn pages_walk_the_prefix_in_byte_order() {
         "u",
         "v/a",
         "u\u{10ffff}",
+        "\u{10ffff}x",
     ];
     let ops: Vec<Value> = stored.iter().map(|k| put("app", k, json!(k))).collect();
     results(&b, Value::Array(ops)).await;
@@ -54,6 +55,12 @@ async fn pages_walk_the_prefix_in_byte_order() {
         keys(&top),
         ["u\u{10ffff}"],
         "a prefix ending in the last code point"
+    );
+    let last = one(&b, page("\u{10ffff}", None, json!(10))).await;
+    assert_eq!(
+        keys(&last),
+        ["\u{10ffff}x"],
+        "a prefix of only the last code point"
     );
 }
 
