@@ -3,7 +3,7 @@
 //! Every `QUEEN_RETENTION_INTERVAL_MS` the task tries to take (or renew) the cluster-wide
 //! sweeper lease; the node that holds it deletes, in bounded batches with a pause between
 //! them, the segments past their queue's retention, dead letters and traces past theirs,
-//! and (when configured) empty partitions and abandoned groups' cursors. Each batch is one
+//! key/value rows past their expiry, and (when configured) empty partitions and abandoned groups' cursors. Each batch is one
 //! transaction that renews the lease first, so two nodes never sweep at once, and a dead
 //! node's turn passes to another once its lease runs out. What it decides to delete is in
 //! SQL (`sql/functions/retention_segments_v2.sql`); this task only paces it and counts what it did.
@@ -132,6 +132,20 @@ async fn sweep(broker: &Broker, config: &RetentionConfig, holder: &str) -> Resul
         };
         stats.rows(removed.first, removed.second);
         if removed.first.max(removed.second) < i64::from(config.batch) {
+            break;
+        }
+        pause(broker, config).await;
+    }
+    loop {
+        let removed = {
+            let mut conn = broker.db.background_conn().await?;
+            retention::kv(&mut conn, holder, budget).await?
+        };
+        let Some(removed) = removed else {
+            return Ok(false);
+        };
+        stats.kv(removed);
+        if removed < i64::from(config.batch) {
             break;
         }
         pause(broker, config).await;

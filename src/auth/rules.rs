@@ -9,6 +9,9 @@
 //! /api/v1/configure` is `read-write` here, and its handler (`src/http/configure.rs`) asks
 //! `admin` for the changes `src/domain/option_changes.rs` lists (an existing queue's data
 //! going sooner or being refused).
+//!
+//! `POST /api/v1/kv` is `read-only` here, and its handler (`src/http/kv/route.rs`) asks
+//! `read-write` of a call holding a write op.
 
 use actix_web::dev::ResourceDef;
 use actix_web::http::Method;
@@ -48,6 +51,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/lease/{lease_id}/extend", RW),
     ("POST", "/api/v1/fetch", RO),
     ("POST", "/api/v1/partitions/changed", RO),
+    ("POST", "/api/v1/kv", RO),
     ("POST", "/api/v1/configure", RW),
     ("GET", "/api/v1/system/maintenance", RO),
     ("POST", "/api/v1/system/maintenance", ADMIN),

@@ -13,6 +13,7 @@ pub mod admin;
 pub mod embedded;
 pub mod error;
 pub mod groups;
+pub mod kv;
 pub mod lease;
 pub mod pool;
 pub mod pop;

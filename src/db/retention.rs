@@ -1,6 +1,7 @@
 //! The retention sweeper's SQL: the wrappers of `queen.sweeper_lease_v1`,
 //! `queen.sweeper_release_v1`, `queen.retention_segments_v2`, `queen.retention_rows_v1` and
-//! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`), and the table sizes
+//! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`), `queen.retention_kv_v1`
+//! (expired key/value rows), and the table sizes
 //! `/metrics` reports.
 //!
 //! Every batch runs in its own transaction that first takes or renews the sweeper lease,
@@ -143,6 +144,26 @@ pub async fn idle(
         [budget.batch, empty_partition_secs, idle_group_secs],
     )
     .await
+}
+
+/// One batch of key/value expiry (`queen.retention_kv_v1`): at most `budget.batch` rows
+/// past their expiry removed, under the lease; `None` when another node holds it.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "retention_kv_v1"))]
+pub async fn kv(conn: &mut PgConn, holder: &str, budget: Budget) -> Result<Option<i64>, DbError> {
+    let op = "retention_kv_v1";
+    let result = async {
+        let tx = conn.client().transaction().await?;
+        if !leased(&tx, holder, budget.lease_ms).await? {
+            return Ok(None);
+        }
+        let row = tx
+            .query_one("SELECT queen.retention_kv_v1($1)", &[&budget.batch])
+            .await?;
+        tx.commit().await?;
+        Ok(Some(row.get(0)))
+    }
+    .await;
+    result.map_err(|e| conn.note(DbError::query(op, e)))
 }
 
 /// Hands the lease over at once (`queen.sweeper_release_v1`), when this node stops.

@@ -23,6 +23,7 @@ pub mod gate;
 pub mod health;
 pub mod json_field;
 pub mod json_out;
+pub mod kv;
 pub mod lease;
 pub mod metrics;
 pub mod openapi;

@@ -5,7 +5,7 @@ use actix_web::web;
 
 use super::fallback::{method_not_allowed, no_route};
 use super::{
-    ack, admin, configure, console, health, lease, metrics, openapi, pop, push, reads, system,
+    ack, admin, configure, console, health, kv, lease, metrics, openapi, pop, push, reads, system,
     timing, transaction,
 };
 
@@ -81,6 +81,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/api/v1/partitions/changed")
             .app_data(timing::Route("/api/v1/partitions/changed"))
             .route(web::post().to(reads::changed::changed))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/kv")
+            .app_data(timing::Route("/api/v1/kv"))
+            .route(web::post().to(kv::route::kv))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

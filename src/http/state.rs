@@ -38,6 +38,19 @@ impl AppState {
             .and_then(|identity| identity.sub.clone())
     }
 
+    /// Whether the caller holds the `read-write` role (or more): always with
+    /// authentication off, else when its verified token grants it. For a route whose rule
+    /// lets read-only callers in and whose body decides whether it writes (`POST
+    /// /api/v1/kv`).
+    pub fn can_write(&self, req: &HttpRequest) -> bool {
+        self.gate.is_none()
+            || req
+                .extensions()
+                .get::<Identity>()
+                .and_then(|identity| identity.role)
+                .is_some_and(|role| role >= Role::ReadWrite)
+    }
+
     /// Whether the caller holds the `admin` role: always with authentication off (no gate,
     /// every caller is the operator), else when its verified token grants it.
     pub fn is_admin(&self, req: &HttpRequest) -> bool {

@@ -98,8 +98,8 @@ mod tests {
             }
         }
         assert_eq!(
-            labelled, 8,
-            "push, the three pop routes, both ack routes, fetch and partitions/changed"
+            labelled, 9,
+            "push, the three pop routes, both ack routes, fetch, partitions/changed and kv"
         );
     }
 

@@ -45,6 +45,7 @@ struct Inner {
     traces: u64,
     partitions: u64,
     cursors: u64,
+    kv_keys: u64,
     /// (tenant, queue) -> (segments, bytes).
     queues: HashMap<(String, String), (u64, u64)>,
 }
@@ -92,6 +93,11 @@ impl SweepStats {
         });
     }
 
+    /// Counts a batch of expired key/value rows removed (negative counts are read as none).
+    pub fn kv(&self, keys: i64) {
+        self.with(|s| s.kv_keys += keys.max(0) as u64);
+    }
+
     /// Records a finished run.
     pub fn ran(&self, at_unix_ms: i64, took: Duration) {
         self.with(|s| {
@@ -137,6 +143,7 @@ impl SweepStats {
                     "traces": s.traces,
                     "partitions": s.partitions,
                     "cursors": s.cursors,
+                    "kvKeys": s.kv_keys,
                 },
                 "queues": queues,
             })

@@ -72,6 +72,13 @@ async fn the_python_client_reads_by_offset_and_discovers_changed_partitions() {
     run_group("test_reads.py").await;
 }
 
+/// The key/value store through the client: get, put with compare-and-set,
+/// put_if_absent, delete, incr, check, get_prefix and list_all, and `once`.
+#[actix_rt::test]
+async fn the_python_client_keeps_keys_and_values() {
+    run_group("test_kv.py").await;
+}
+
 /// The client's `bearer_token` against a broker with JWT authentication on: tokens signed
 /// here (HS256) for a read-write, a read-only and an admin caller.
 #[actix_rt::test]

@@ -43,6 +43,7 @@ mod hotlist_wheel;
 mod housekeeping;
 mod idle_group_waiting;
 mod image;
+mod kv;
 mod lease_and_configure;
 mod lease_expiry_attempts;
 mod lease_expiry_crowd;

@@ -95,17 +95,17 @@ async fn a_long_poll_woken_by_a_push_is_observed_in_the_wake_histogram() {
     assert!(after > before, "{before} -> {after}");
 }
 
-/// The read views are counted like every route: their requests land in the request
+/// The read views and the key/value route are counted like every route: their requests land in the request
 /// histogram under their own route label. The histogram is the test process's, shared with
 /// the tests running beside this one, so the counts are compared before and after.
 #[actix_rt::test]
-async fn fetch_and_partitions_changed_are_observed_under_their_own_route_labels() {
+async fn fetch_partitions_changed_and_kv_are_observed_under_their_own_route_labels() {
     let b = TestBroker::start().await;
     b.push("mt-reads", "p", &[json!(1)]).await;
     let line = |route: &str| {
         format!(r#"queen_http_request_duration_seconds_count{{method="POST",route="{route}"}}"#)
     };
-    let routes = ["/api/v1/fetch", "/api/v1/partitions/changed"];
+    let routes = ["/api/v1/fetch", "/api/v1/partitions/changed", "/api/v1/kv"];
     let text = scrape(&b).await;
     let before: Vec<f64> = routes
         .iter()
@@ -125,7 +125,14 @@ async fn fetch_and_partitions_changed_are_observed_under_their_own_route_labels(
         )
         .await;
 
-    assert!(fetched.is_success() && listed.is_success());
+    let (kv, _) = b
+        .post(
+            "/api/v1/kv",
+            &json!({"operations": [{"op": "get", "ns": "mt", "key": "k"}]}),
+        )
+        .await;
+
+    assert!(fetched.is_success() && listed.is_success() && kv.is_success());
     let text = scrape(&b).await;
     for (route, before) in routes.iter().zip(before) {
         let after = sample(&text, &line(route));

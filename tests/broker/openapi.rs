@@ -23,6 +23,7 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
         "/api/v1/dlq",
         "/api/v1/fetch",
         "/api/v1/partitions/changed",
+        "/api/v1/kv",
         "/health/ready",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
@@ -30,6 +31,7 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
     assert!(doc["components"]["schemas"]["PushBody"].is_object());
     assert!(doc["components"]["schemas"]["FetchBody"].is_object());
     assert!(doc["components"]["schemas"]["ChangedBody"].is_object());
+    assert!(doc["components"]["schemas"]["KvBody"].is_object());
 }
 
 /// A method a route does not take answers 405 with the JSON error and an `Allow` header

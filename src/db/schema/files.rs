@@ -68,6 +68,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("064_baseline.sql"),
     migration!("065_drop_unused_functions.sql"),
     migration!("066_group_last_seen.sql"),
+    migration!("067_kv.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -90,6 +91,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("get_maintenance_v1.sql"),
     function!("get_maintenance_v2.sql"),
     function!("groups_limit_v1.sql"),
+    function!("kv_apply_v1.sql"),
     function!("lease_holders_v1.sql"),
     function!("lease_partition.sql"),
     function!("lease_require_v2.sql"),
@@ -134,6 +136,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("resources_queues_v1.sql"),
     function!("resources_tasks_v1.sql"),
     function!("retention_idle_v1.sql"),
+    function!("retention_kv_v1.sql"),
     function!("retention_rows_v1.sql"),
     function!("retention_segments_v1.sql"),
     function!("retention_segments_v2.sql"),

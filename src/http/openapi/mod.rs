@@ -7,6 +7,7 @@
 //! fails when a registered route is missing here. Request bodies and query strings are
 //! described in [`schemas`] and [`params`]; the handlers keep parsing them by hand.
 
+pub mod kv_schemas;
 pub mod params;
 pub mod read_schemas;
 pub mod schemas;
@@ -41,6 +42,7 @@ use crate::http;
         http::configure::configure,
         http::reads::fetch::fetch,
         http::reads::changed::changed,
+        http::kv::route::kv,
         http::metrics::metrics,
         http::metrics::prometheus,
         http::system::get_maintenance,

@@ -55,6 +55,7 @@ pub const COUNTERS: &[Family] = &[
             ("traces", "/retention/removed/traces"),
             ("partitions", "/retention/removed/partitions"),
             ("cursors", "/retention/removed/cursors"),
+            ("kv_keys", "/retention/removed/kvKeys"),
         ],
     ),
     (

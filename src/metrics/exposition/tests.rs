@@ -118,7 +118,7 @@ fn the_sweepers_counters_per_queue_and_the_table_sizes_are_typed_and_labelled() 
         "runs": 4, "skipped": 2, "errors": 0, "lastRunAt": 1.5e9, "lastDurationMs": 250,
         "lastDurationSeconds": 0.25,
         "removed": {"segments": 7, "bytes": 9000, "dedupRows": 1, "deadLetters": 2,
-                    "traces": 3, "partitions": 0, "cursors": 0},
+                    "traces": 3, "partitions": 0, "cursors": 0, "kvKeys": 5},
         "queues": [{"tenant": "", "queue": "orders", "segmentsRemoved": 7, "bytesRemoved": 9000}],
         "tables": {"log_segments": 65536, "queues": 8192},
     });
@@ -130,6 +130,7 @@ fn the_sweepers_counters_per_queue_and_the_table_sizes_are_typed_and_labelled() 
         "{text}"
     );
     assert!(text.contains("queen_retention_removed_total{kind=\"segments\"} 7\n"));
+    assert!(text.contains("queen_retention_removed_total{kind=\"kv_keys\"} 5\n"));
     assert!(text.contains("queen_retention_removed_bytes_total 9000\n"));
     assert!(text.contains(
         "# TYPE queen_retention_segments_removed_total counter\nqueen_retention_segments_removed_total{queue=\"orders\",tenant=\"\"} 7\n"

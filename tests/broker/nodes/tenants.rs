@@ -623,6 +623,34 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
             ("POST", "/api/v1/stats/refresh") => {
                 beta.post("/api/v1/stats/refresh", &json!({})).await
             }
+            ("POST", "/api/v1/kv") => {
+                let secret = json!({"operations": [{"op": "put", "ns": "shared", "key": "k",
+                                                    "value": "alpha-secret", "forever": true}]});
+                let (stored, body) = alpha.post("/api/v1/kv", &secret).await;
+                assert_eq!(stored, StatusCode::OK, "{what}: {body}");
+                let (status, body) = beta
+                    .post(
+                        "/api/v1/kv",
+                        &json!({"operations": [
+                            {"op": "get", "ns": "shared", "key": "k"},
+                            {"op": "getPrefix", "ns": "shared", "prefix": "k"},
+                            {"op": "putIfAbsent", "ns": "shared", "key": "k",
+                             "value": "beta", "forever": true},
+                        ]}),
+                    )
+                    .await;
+                let r = &body["results"];
+                assert_eq!(r[0]["found"], false, "{what}: {body}");
+                assert_eq!(r[1]["rows"], json!([]), "{what}: {body}");
+                assert_eq!(r[2]["applied"], true, "{what}: {body}");
+                let get = json!({"operations": [{"op": "get", "ns": "shared", "key": "k"}]});
+                let (_, kept) = alpha.post("/api/v1/kv", &get).await;
+                assert_eq!(
+                    kept["results"][0]["value"], "alpha-secret",
+                    "{what}: {kept}"
+                );
+                (status, body)
+            }
             ("GET", "/console/assets/{file}" | "/console/{view:.*}") => continue, // static files
             (m, p) => panic!("route {m} {p} is not walked by this test: add it"),
         };

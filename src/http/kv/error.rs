@@ -1,0 +1,142 @@
+//! The error envelope of `POST /api/v1/kv`: `{"error": <stable code>, "reason":
+//! <identifier>, "detail": <prose>}`, the shape the published client reads for its tier-3
+//! routes (it branches on `error`, and keeps `reason` and `detail` for the caller).
+//!
+//! A 5xx is answered only when nothing of the batch was applied, since the client sends a
+//! call again after a 5xx and an `incr` must not count twice; a batch whose commit is in
+//! doubt answers 409 `kv_outcome_unknown`, which the client does not resend.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+use tracing::{error, warn};
+
+use crate::db::kv::KvApplyError;
+use crate::domain::kv::KvInputError;
+use crate::http::error::ApiError;
+
+/// A KV call that ends in an error answer; nothing of it was applied unless it says so.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}: {detail}")]
+pub struct KvError {
+    status: StatusCode,
+    error: &'static str,
+    reason: &'static str,
+    detail: String,
+}
+
+impl KvError {
+    fn new(status: StatusCode, error: &'static str, reason: &'static str, detail: String) -> Self {
+        KvError {
+            status,
+            error,
+            reason,
+            detail,
+        }
+    }
+
+    /// A malformed call: 400.
+    pub fn bad_request(reason: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            reason,
+            detail.into(),
+        )
+    }
+
+    /// A caller whose role may read but not write: 403.
+    pub fn read_only(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "read_write_required",
+            detail.into(),
+        )
+    }
+}
+
+impl From<KvInputError> for KvError {
+    fn from(e: KvInputError) -> Self {
+        if e.too_large {
+            Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                e.reason,
+                e.detail,
+            )
+        } else {
+            Self::new(StatusCode::BAD_REQUEST, "bad_request", e.reason, e.detail)
+        }
+    }
+}
+
+impl From<ApiError> for KvError {
+    /// The body reader's errors: a body over the limit, or a broken stream.
+    fn from(e: ApiError) -> Self {
+        match e {
+            ApiError::TooLarge { .. } => Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too_large",
+                "body_too_large",
+                e.to_string(),
+            ),
+            ApiError::Db(db) => KvError::from(KvApplyError::NotApplied(db)),
+            other => Self::new(
+                other.status_code(),
+                "bad_request",
+                "body",
+                other.to_string(),
+            ),
+        }
+    }
+}
+
+impl From<KvApplyError> for KvError {
+    fn from(e: KvApplyError) -> Self {
+        match e {
+            KvApplyError::NotApplied(db) => {
+                if matches!(db, crate::db::DbError::PoolExhausted) {
+                    warn!(error = %db, "kv call refused");
+                } else {
+                    error!(error = ?db, "kv call failed; nothing applied");
+                }
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "database",
+                    "the database could not take the call; nothing was applied".into(),
+                )
+            }
+            KvApplyError::InDoubt(db) => {
+                error!(error = ?db, "kv call lost its connection; outcome unknown");
+                Self::new(
+                    StatusCode::CONFLICT,
+                    "kv_outcome_unknown",
+                    "connection_lost",
+                    "the connection to the database broke after the call was sent: it may \
+                     or may not have been applied; read the keys before sending it again"
+                        .into(),
+                )
+            }
+        }
+    }
+}
+
+impl ResponseError for KvError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut answer = HttpResponse::build(self.status);
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            answer.insert_header((header::RETRY_AFTER, "1"));
+        }
+        answer.json(json!({
+            "error": self.error,
+            "reason": self.reason,
+            "detail": self.detail,
+        }))
+    }
+}

@@ -1,0 +1,67 @@
+//! `POST /api/v1/kv`: `{"operations": [op, ...]}` in, `{"results": [...]}` out,
+//! index-aligned. The whole batch is checked before anything runs (a 4xx changes nothing)
+//! and then applied in one statement, `queen.kv_apply_v1`, which is one transaction: ops in
+//! order, reads seeing the batch's earlier writes, verdicts as 200 fields.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::Value;
+
+use super::error::KvError;
+use crate::db::kv::apply;
+use crate::domain::kv::parse_ops;
+use crate::http::body::read_body;
+use crate::http::state::AppState;
+
+/// The handler.
+#[utoipa::path(
+    post,
+    path = "/api/v1/kv",
+    tag = "kv",
+    request_body = crate::http::openapi::kv_schemas::KvBody,
+    responses(
+        (status = 200, description = "`{results: [...]}`, one result per op in order (get: `found, key, value, version, expiresAt, updatedAt`; getMany: `rows, missing, truncated`; getPrefix: `rows, truncated, nextAfter`; writes and check: `applied, key, value, version, reason?: exists | absent | version | limit | type`); or, when an op with `required: true` lost, `{ok: false, reason: kv_precondition, failedIndex, kvReason, version, value}` with nothing applied", body = Object),
+        (status = 400, description = "a malformed call; nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
+        (status = 403, description = "a write without the read-write role; nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
+        (status = 409, description = "`kv_outcome_unknown`: the connection broke after the call was sent", body = crate::http::openapi::kv_schemas::KvErrorBody),
+        (status = 413, description = "over a size bound (256 ops, 1024 keys, 512-byte keys, 64 KiB values); nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
+        (status = 503, description = "the database could not take the call; nothing applied; `Retry-After`", body = crate::http::openapi::kv_schemas::KvErrorBody)
+    )
+)]
+pub async fn kv(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, KvError> {
+    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
+    let call: Value = serde_json::from_slice(&body)
+        .map_err(|e| KvError::bad_request("json", format!("invalid JSON body: {e}")))?;
+    let Some(operations) = call.get("operations") else {
+        return Err(KvError::bad_request(
+            "operations",
+            "the body must be {\"operations\": [op, ...]}",
+        ));
+    };
+    let batch = parse_ops(operations)?;
+    if batch.writes() && !state.can_write(&req) {
+        return Err(KvError::read_only(
+            "this call writes keys: that needs the read-write role",
+        ));
+    }
+    if batch.ops.is_empty() {
+        return Ok(HttpResponse::Ok()
+            .content_type("application/json")
+            .body(r#"{"results":[]}"#));
+    }
+    let tenant = state.tenant(&req);
+    let mut conn = state
+        .broker
+        .db
+        .conn()
+        .await
+        .map_err(crate::db::kv::KvApplyError::NotApplied)?;
+    let answer = apply(&mut conn, tenant.as_str(), &batch).await?;
+    drop(conn);
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(answer))
+}
