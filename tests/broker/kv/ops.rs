@@ -195,3 +195,38 @@ async fn versions_rise_across_keys_and_a_recreated_key_never_gets_an_old_one() {
     sorted.dedup();
     assert_eq!(sorted, seen, "strictly rising, never repeated: {seen:?}");
 }
+
+/// `getMany` stops adding rows once their values pass 4 MiB: the keys cut are in neither
+/// `rows` nor `missing`, and `truncated` says so.
+#[actix_rt::test]
+async fn get_many_cuts_rows_past_four_mebibytes_of_values_and_says_so() {
+    // Arrange: 80 keys of about 60 KB each, 4.8 MB in all, written ten to a call.
+    let b = TestBroker::start().await;
+    let big = "x".repeat(60_000);
+    let keys: Vec<String> = (0..80).map(|i| format!("big-{i:02}")).collect();
+    for chunk in keys.chunks(10) {
+        let puts: Vec<_> = chunk.iter().map(|k| put("app", k, json!(big))).collect();
+        let written = results(&b, json!(puts)).await;
+        assert!(written.iter().all(|r| r["applied"] == true));
+    }
+
+    // Act
+    let r = one(&b, json!({"op": "getMany", "ns": "app", "keys": keys})).await;
+
+    // Assert: the first keys in the asked order, as many as fit 4 MiB, and no more.
+    let rows = r["rows"].as_array().expect("rows");
+    assert_eq!(r["truncated"], true, "{}", rows.len());
+    assert_eq!(r["missing"], json!([]));
+    let got: Vec<&str> = rows.iter().filter_map(|row| row["key"].as_str()).collect();
+    assert!(!got.is_empty() && got.len() < keys.len(), "{}", got.len());
+    assert_eq!(
+        got,
+        keys[..got.len()]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    let bytes: usize = rows.iter().map(|row| row["value"].to_string().len()).sum();
+    assert!(bytes <= 4 * 1024 * 1024, "{bytes} bytes of values");
+    assert!(bytes + 60_002 > 4 * 1024 * 1024, "cut early: {bytes} bytes");
+}
