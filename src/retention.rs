@@ -3,10 +3,11 @@
 //! Every `QUEEN_RETENTION_INTERVAL_MS` the task tries to take (or renew) the cluster-wide
 //! sweeper lease; the node that holds it deletes, in bounded batches with a pause between
 //! them, the segments past their queue's retention, dead letters and traces past theirs,
-//! key/value rows past their expiry, and (when configured) empty partitions and abandoned groups' cursors. Each batch is one
-//! transaction that renews the lease first, so two nodes never sweep at once, and a dead
-//! node's turn passes to another once its lease runs out. What it decides to delete is in
-//! SQL (`sql/functions/retention_segments_v2.sql`); this task only paces it and counts what it did.
+//! key/value rows past their expiry, and (when configured) empty partitions and abandoned
+//! groups' cursors. Each batch is one transaction that renews the lease first, so two nodes
+//! never sweep at once, and a dead node's turn passes to another once its lease runs out.
+//! What it decides to delete is in SQL (`sql/functions/retention_segments_v2.sql`); this
+//! task only paces it and counts what it did.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -33,7 +33,7 @@ pub fn actor_stopped() {
 }
 
 /// Releases this thread's free pages and purges the memory behind them.
-pub fn collect() {
+fn collect() {
     // SAFETY: `mi_collect` takes no pointers and only walks the calling thread's own heap
     // and the allocator's shared segment caches, under the allocator's own locking.
     unsafe { libmimalloc_sys::mi_collect(true) };

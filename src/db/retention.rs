@@ -1,14 +1,14 @@
 //! The retention sweeper's SQL: the wrappers of `queen.sweeper_lease_v1`,
 //! `queen.sweeper_release_v1`, `queen.retention_segments_v2`, `queen.retention_rows_v1` and
-//! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`), `queen.retention_kv_v1`
-//! (expired key/value rows), and the table sizes
-//! `/metrics` reports.
+//! `queen.retention_idle_v1` (`sql/functions/retention_idle_v1.sql`) and
+//! `queen.retention_kv_v1` (expired key/value rows), and the table sizes `/metrics` reports.
 //!
 //! Every batch runs in its own transaction that first takes or renews the sweeper lease,
 //! so two nodes never run a batch at the same time; what to delete and when to pause is
 //! decided by the caller (`crate::retention`).
 
-use tokio_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Transaction};
 
 use super::{DbError, PgConn};
 
@@ -43,6 +43,16 @@ pub struct RowsRemoved {
     pub first: i64,
     /// Traces (row expiry) or cursors (idle clean-up).
     pub second: i64,
+}
+
+impl RowsRemoved {
+    /// The two counts of a `retention_rows_v1` or `retention_idle_v1` row.
+    fn from_row(row: &Row) -> Self {
+        RowsRemoved {
+            first: row.get(0),
+            second: row.get(1),
+        }
+    }
 }
 
 /// Retention settings a batch needs, as the SQL functions take them.
@@ -114,15 +124,16 @@ pub async fn rows(
     dead_letter_secs: i32,
     trace_secs: i32,
 ) -> Result<Option<RowsRemoved>, DbError> {
-    counted(
+    let row = under_lease(
         conn,
         holder,
         budget.lease_ms,
         "retention_rows_v1",
         "SELECT dead_letters, traces FROM queen.retention_rows_v1($1, $2, $3)",
-        [budget.batch, dead_letter_secs, trace_secs],
+        &[&budget.batch, &dead_letter_secs, &trace_secs],
     )
-    .await
+    .await?;
+    Ok(row.as_ref().map(RowsRemoved::from_row))
 }
 
 /// One batch of idle clean-up (`queen.retention_idle_v1`): empty partitions and abandoned
@@ -135,35 +146,32 @@ pub async fn idle(
     empty_partition_secs: i32,
     idle_group_secs: i32,
 ) -> Result<Option<RowsRemoved>, DbError> {
-    counted(
+    let row = under_lease(
         conn,
         holder,
         budget.lease_ms,
         "retention_idle_v1",
         "SELECT partitions, cursors FROM queen.retention_idle_v1($1, $2, $3)",
-        [budget.batch, empty_partition_secs, idle_group_secs],
+        &[&budget.batch, &empty_partition_secs, &idle_group_secs],
     )
-    .await
+    .await?;
+    Ok(row.as_ref().map(RowsRemoved::from_row))
 }
 
 /// One batch of key/value expiry (`queen.retention_kv_v1`): at most `budget.batch` rows
 /// past their expiry removed, under the lease; `None` when another node holds it.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "retention_kv_v1"))]
 pub async fn kv(conn: &mut PgConn, holder: &str, budget: Budget) -> Result<Option<i64>, DbError> {
-    let op = "retention_kv_v1";
-    let result = async {
-        let tx = conn.client().transaction().await?;
-        if !leased(&tx, holder, budget.lease_ms).await? {
-            return Ok(None);
-        }
-        let row = tx
-            .query_one("SELECT queen.retention_kv_v1($1)", &[&budget.batch])
-            .await?;
-        tx.commit().await?;
-        Ok(Some(row.get(0)))
-    }
-    .await;
-    result.map_err(|e| conn.note(DbError::query(op, e)))
+    let row = under_lease(
+        conn,
+        holder,
+        budget.lease_ms,
+        "retention_kv_v1",
+        "SELECT queen.retention_kv_v1($1)",
+        &[&budget.batch],
+    )
+    .await?;
+    Ok(row.map(|row| row.get(0)))
 }
 
 /// Hands the lease over at once (`queen.sweeper_release_v1`), when this node stops.
@@ -210,25 +218,24 @@ async fn leased(
         .get(0))
 }
 
-async fn counted(
+/// Runs `sql`, whose answer is one row, in a transaction that first takes or renews the
+/// sweeper lease: the row, or `None` when another node holds the lease.
+async fn under_lease(
     conn: &mut PgConn,
     holder: &str,
     lease_ms: i32,
     op: &'static str,
     sql: &str,
-    args: [i32; 3],
-) -> Result<Option<RowsRemoved>, DbError> {
+    args: &[&(dyn ToSql + Sync)],
+) -> Result<Option<Row>, DbError> {
     let result = async {
         let tx = conn.client().transaction().await?;
         if !leased(&tx, holder, lease_ms).await? {
             return Ok(None);
         }
-        let row = tx.query_one(sql, &[&args[0], &args[1], &args[2]]).await?;
+        let row = tx.query_one(sql, args).await?;
         tx.commit().await?;
-        Ok(Some(RowsRemoved {
-            first: row.get(0),
-            second: row.get(1),
-        }))
+        Ok(Some(row))
     }
     .await;
     result.map_err(|e| conn.note(DbError::query(op, e)))

@@ -43,22 +43,22 @@ impl AppState {
     /// lets read-only callers in and whose body decides whether it writes (`POST
     /// /api/v1/kv`).
     pub fn can_write(&self, req: &HttpRequest) -> bool {
-        self.gate.is_none()
-            || req
-                .extensions()
-                .get::<Identity>()
-                .and_then(|identity| identity.role)
-                .is_some_and(|role| role >= Role::ReadWrite)
+        self.holds(req, Role::ReadWrite)
     }
 
     /// Whether the caller holds the `admin` role: always with authentication off (no gate,
     /// every caller is the operator), else when its verified token grants it.
     pub fn is_admin(&self, req: &HttpRequest) -> bool {
+        self.holds(req, Role::Admin)
+    }
+
+    /// Whether the caller holds `role` or more: always with authentication off.
+    fn holds(&self, req: &HttpRequest, role: Role) -> bool {
         self.gate.is_none()
             || req
                 .extensions()
                 .get::<Identity>()
                 .and_then(|identity| identity.role)
-                .is_some_and(|role| role >= Role::Admin)
+                .is_some_and(|held| held >= role)
     }
 }
