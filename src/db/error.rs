@@ -71,6 +71,17 @@ impl DbError {
         }
     }
 
+    /// False when a statement was sent and the connection failed before any answer (a
+    /// closed socket): a commit, or a statement running in its own transaction, may then
+    /// have applied. An error the server sent means it rolled the statement back; every
+    /// other failure happened before anything was sent.
+    pub fn server_answered(&self) -> bool {
+        match self {
+            DbError::Query { source, .. } => source.as_db_error().is_some(),
+            _ => true,
+        }
+    }
+
     /// True for failures that may succeed when the whole transaction is tried again
     /// (serialisation failure, deadlock), decided by SQLSTATE, never by message text.
     pub fn is_retryable(&self) -> bool {

@@ -6,6 +6,12 @@ use tracing::instrument;
 use crate::db::{DbError, PgConn};
 use crate::domain::kv::KvBatch;
 
+/// The statement: the function's jsonb as text, which the route answers as it is.
+const APPLY: &str = "SELECT queen.kv_apply_v1($1, $2)::text";
+
+/// The statement as a value, for a caller that reads the answer (a transaction's rider).
+pub(super) const APPLY_VALUE: &str = "SELECT queen.kv_apply_v1($1, $2)";
+
 /// Why a batch has no answer, split by what the caller may tell a client that resends.
 #[derive(Debug, thiserror::Error)]
 pub enum KvApplyError {
@@ -30,7 +36,7 @@ pub async fn apply(
 ) -> Result<String, KvApplyError> {
     const OP: &str = "kv_apply_v1";
     let st = conn
-        .statement(OP, "SELECT queen.kv_apply_v1($1, $2)::text")
+        .statement(OP, APPLY)
         .await
         .map_err(KvApplyError::NotApplied)?;
     let ops = batch.to_sql_json();
@@ -38,11 +44,9 @@ pub async fn apply(
     match row {
         Ok(row) => Ok(row.get(0)),
         Err(source) => {
-            // An error the server sent means it rolled the statement back (it runs in its
-            // own transaction); any other (a closed socket) leaves the commit unknown.
-            let answered = source.as_db_error().is_some();
+            // The statement runs in its own transaction: see `DbError::server_answered`.
             let error = conn.note(DbError::query(OP, source));
-            Err(if answered {
+            Err(if error.server_answered() {
                 KvApplyError::NotApplied(error)
             } else {
                 KvApplyError::InDoubt(error)

@@ -1,5 +1,5 @@
-//! A data transaction a caller owns: pushes, acks and lease fences applied together, all or
-//! nothing, with the wrapper of `queen.lease_require_v2`.
+//! A data transaction a caller owns: pushes, acks, KV ops and lease fences applied
+//! together, all or nothing, with the wrapper of `queen.lease_require_v2`.
 //!
 //! It only runs statements; what the rows mean, and what to tell the actors after the
 //! commit, is decided by the callers in `log`.
@@ -11,6 +11,7 @@ use tokio_postgres::{Statement, Transaction};
 use super::ack::{self, AckAnswer, AckDurability, AckItem, AckStatements, AckTarget};
 use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
 use super::{DbError, PgConn};
+use crate::domain::kv::KvBatch;
 
 /// Work that must see only committed data: run by [`DataTransaction::commit`] after the
 /// commit succeeded, dropped unrun by a rollback (or a drop).
@@ -29,6 +30,7 @@ pub struct DataTransaction<'c> {
     segment: Statement,
     ack: AckStatements,
     lease: Statement,
+    kv: Statement,
 }
 
 impl<'c> DataTransaction<'c> {
@@ -38,6 +40,9 @@ impl<'c> DataTransaction<'c> {
         let segment = push::segment_statement(conn).await?;
         let ack = ack::statements(conn).await?;
         let lease = conn.statement("lease_require_v2", LEASE_REQUIRE).await?;
+        let kv = conn
+            .statement("kv_apply_v1", super::kv::APPLY_VALUE)
+            .await?;
         let tx = conn
             .client()
             .transaction()
@@ -50,6 +55,7 @@ impl<'c> DataTransaction<'c> {
             segment,
             ack,
             lease,
+            kv,
         })
     }
 
@@ -109,6 +115,19 @@ impl<'c> DataTransaction<'c> {
             .filter(|row| !row.get::<_, bool>(1))
             .map(|row| row.get(0))
             .collect())
+    }
+
+    /// Runs a KV batch with `queen.kv_apply_v1` inside this transaction and answers the
+    /// function's object: `{"results": [...]}`, or `{"ok": false, "reason":
+    /// "kv_precondition", ...}` when a `required` op lost (the function then undid the
+    /// batch's own writes; the caller rolls back the rest).
+    pub async fn kv(&self, tenant: &str, batch: &KvBatch) -> Result<serde_json::Value, DbError> {
+        let row = self
+            .tx
+            .query_one(&self.kv, &[&tenant, &batch.to_sql_json()])
+            .await
+            .map_err(|e| DbError::query("kv_apply_v1", e))?;
+        Ok(row.get(0))
     }
 
     /// Runs `work` when, and only when, this transaction commits: for what a caller learned

@@ -117,6 +117,10 @@ impl From<TransactionError> for ApiError {
             TransactionError::Db(db) => ApiError::Db(db),
             TransactionError::Push(push) => ApiError::from(push),
             TransactionError::Held(held) => ApiError::Unavailable(held.to_string()),
+            TransactionError::CommitInDoubt(_) => ApiError::Conflict(format!(
+                "{e}; the bundle may have been applied: read before sending it again"
+            )),
+            e @ TransactionError::KvAnswer => ApiError::Corrupt(Box::new(e)),
         }
     }
 }

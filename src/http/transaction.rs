@@ -1,6 +1,8 @@
 //! `POST /api/v1/transaction` with a JSON or a binary `QTB1` body: parse the bundle (400 for
 //! anything malformed, nothing changed), apply it all or nothing, and answer HTTP 200 with a
-//! JSON object, `success: false` included. A `QTB1` body becomes the same [`Bundle`]: its
+//! JSON object, `success: false` included. The `kv` rider (in the JSON body or the `QTB1`
+//! head) is checked as `POST /api/v1/kv` checks a call; its results follow every pushed
+//! item's and ack's, and a lost `required` op answers `reason: "kv_precondition"`. A `QTB1` body becomes the same [`Bundle`]: its
 //! head's operations first, then one push of every message of its groups, which is the
 //! result order the contract gives for it (§2.12).
 
@@ -15,7 +17,10 @@ use super::body::{parse_json, read_body};
 use super::error::ApiError;
 use super::push::{self, RawItem};
 use super::state::AppState;
-use crate::log::transaction::{apply, Bundle, BundleAck, BundleOutcome, OpResult, Operation};
+use crate::domain::kv::{parse_ops, KvBatch, KvOpKind};
+use crate::log::transaction::{
+    apply, Bundle, BundleAck, BundleOutcome, KvPrecondition, OpResult, Operation,
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,6 +52,7 @@ struct RawPush<'a> {
     responses(
         (status = 200, description = "success with results, or failure with nothing changed", body = Object),
         (status = 400, description = "bad input", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 409, description = "the commit of a bundle that writes keys got no answer: it may have applied; read before sending it again", body = crate::http::openapi::schemas::ErrorBody),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody),
         (status = 503, description = "push maintenance is on, or a pushed partition has spooled pushes not stored yet: retry later, nothing changed", body = crate::http::openapi::schemas::ErrorBody)
     )
@@ -122,11 +128,7 @@ fn parse_binary(
     let decoded =
         qtb1::decode(body, limit, caps).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let mut bundle = if decoded.head.is_empty() {
-        Bundle {
-            operations: Vec::new(),
-            required_leases: Vec::new(),
-            rider_ops: 0,
-        }
+        Bundle::default()
     } else {
         parse_head(decoded.head)?
     };
@@ -150,8 +152,10 @@ fn parse_head(head: &[u8]) -> Result<Bundle, ApiError> {
 }
 
 /// Flag 2 of `QTB1`: totals for pushes and acks in place of their per-operation results.
+/// The `kv` rider's results are answers a caller reads, not counts: they stay, as
+/// `results`, when there are any.
 fn counts(answer: &mut Value) {
-    let Some(results) = answer.get("results").and_then(Value::as_array) else {
+    let Some(Value::Array(results)) = answer.get_mut("results").map(Value::take) else {
         return;
     };
     let count = |kind: &str, status: Option<&str>| {
@@ -162,15 +166,19 @@ fn counts(answer: &mut Value) {
             .filter(|r| kind != "ack" || r["success"] == true)
             .count()
     };
-    let totals = json!({
-        "pushed": count("push", Some("queued")),
-        "duplicate": count("push", Some("duplicate")),
-        "acked": count("ack", None),
-    });
+    let totals = [
+        ("pushed", count("push", Some("queued"))),
+        ("duplicate", count("push", Some("duplicate"))),
+        ("acked", count("ack", None)),
+    ];
+    let kv: Vec<Value> = results.into_iter().filter(|r| r["type"] == "kv").collect();
     if let Value::Object(fields) = answer {
         fields.remove("results");
-        for (k, v) in totals.as_object().expect("an object").clone() {
-            fields.insert(k, v);
+        for (k, v) in totals {
+            fields.insert(k.to_owned(), json!(v));
+        }
+        if !kv.is_empty() {
+            fields.insert("results".to_owned(), Value::Array(kv));
         }
     }
 }
@@ -191,7 +199,8 @@ fn parse(body: &[u8]) -> Result<Bundle, ApiError> {
     Ok(Bundle {
         operations,
         required_leases: leases(raw.required_leases)?,
-        rider_ops: rider_len("kv", raw.kv)? + rider_len("timers", raw.timers)?,
+        kv: kv_rider(raw.kv)?,
+        timer_ops: rider_len("timers", raw.timers)?,
     })
 }
 
@@ -247,6 +256,31 @@ fn leases(value: Option<Value>) -> Result<Vec<String>, ApiError> {
     }
 }
 
+/// The `kv` rider, checked exactly as `POST /api/v1/kv` checks a call (same bounds, same
+/// reasons), or a 400 naming it. `getPrefix` is refused: its cost is not bounded by the
+/// caller, and a bundle holds partition and key locks while it runs (the client refuses it
+/// too).
+fn kv_rider(value: Option<Value>) -> Result<KvBatch, ApiError> {
+    let batch = match value {
+        None | Some(Value::Null) => return Ok(KvBatch::default()),
+        Some(ops) => parse_ops(&ops).map_err(|e| {
+            let over = if e.too_large { "over a bound, " } else { "" };
+            ApiError::bad_request(format!("kv: {over}{} ({})", e.detail, e.reason))
+        })?,
+    };
+    if let Some(i) = batch
+        .ops
+        .iter()
+        .position(|op| matches!(op.kind, KvOpKind::GetPrefix { .. }))
+    {
+        return Err(ApiError::bad_request(format!(
+            "kv: op {i}: getPrefix is not allowed inside a transaction; use get or getMany \
+             with explicit keys"
+        )));
+    }
+    Ok(batch)
+}
+
 fn rider_len(name: &str, value: Option<Value>) -> Result<usize, ApiError> {
     match value {
         None | Some(Value::Null) => Ok(0),
@@ -275,7 +309,26 @@ fn render(outcome: &BundleOutcome) -> Value {
             "error": error,
             "failedIndex": failed_index,
         }),
+        BundleOutcome::PreconditionLost {
+            transaction_id,
+            lost,
+        } => precondition_lost(transaction_id, lost),
     }
+}
+
+/// The answer the client returns instead of raising (contract §8): what lost, at its flat
+/// index, with the key's current version and value.
+fn precondition_lost(transaction_id: &uuid::Uuid, lost: &KvPrecondition) -> Value {
+    json!({
+        "success": false,
+        "transactionId": transaction_id,
+        "reason": "kv_precondition",
+        "error": "a required kv precondition was not met; nothing was applied",
+        "failedIndex": lost.failed_index,
+        "kvReason": lost.kv_reason,
+        "version": lost.version,
+        "value": lost.value,
+    })
 }
 
 fn result(index: usize, r: &OpResult) -> Value {
@@ -302,5 +355,12 @@ fn result(index: usize, r: &OpResult) -> Value {
             "leaseReleased": verdict.lease_released,
             "dlq": verdict.dlq,
         }),
+        OpResult::Kv(answer) => {
+            let mut out = json!({ "index": index, "type": "kv" });
+            if let (Value::Object(out), Value::Object(fields)) = (&mut out, answer) {
+                out.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            out
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Transaction bundles: pushes and acks applied in the caller's order in one PostgreSQL
+//! Transaction bundles: pushes, acks and the `kv` rider applied in one PostgreSQL
 //! transaction, all or nothing, behind the `requiredLeases` fence.
 //!
 //! The bundle arrives parsed (from the JSON body today, from the binary `QTB1` body later),
@@ -7,6 +7,7 @@
 //! exactly [`stage`] and [`ack::stage`], the same code `/api/v1/push` and
 //! `/api/v1/ack` run.
 
+use serde_json::Value;
 use tracing::{debug, instrument, warn};
 use uuid::Uuid;
 
@@ -14,6 +15,7 @@ use crate::broker::Broker;
 use crate::db::ack::AckVerdict;
 use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
+use crate::domain::kv::KvBatch;
 use crate::domain::{ConsumerGroup, PushItem, PushOutcome, Tenant};
 use crate::log::ack::{self, Ack};
 use crate::log::push::announce;
@@ -23,12 +25,13 @@ use crate::log::push::prepared::PreparedPush;
 use crate::log::push::stage::stage;
 use crate::spool::order::{self, Held};
 
+mod kv_rider;
 mod plan;
 
 use plan::{Plan, Step};
 
-/// The answer text of a bundle carrying `kv` or `timers` riders (tier 3, not implemented).
-pub const RIDERS_UNSUPPORTED: &str = "kv and timers are not supported by this broker";
+/// The answer text of a bundle carrying a `timers` rider (durable timers are not built yet).
+pub const TIMERS_UNSUPPORTED: &str = "timers are not supported by this broker";
 
 /// Whole attempts of a bundle that met a deadlock or serialisation failure. Everything is
 /// rolled back before the next attempt, so a retry cannot apply anything twice; three
@@ -61,8 +64,12 @@ pub struct Bundle {
     /// Leases that must be live at commit time. When exactly one (distinct) lease is named,
     /// acks without a lease of their own are fenced by it.
     pub required_leases: Vec<String>,
-    /// Ops of the `kv` and `timers` riders: the bundle is refused whole when non-zero.
-    pub rider_ops: usize,
+    /// The `kv` rider: KV ops (lock guards and `once` gates among them) run in the same
+    /// transaction, after the lease fence and before the operations; their slots follow
+    /// the operations' in the flat index space.
+    pub kv: KvBatch,
+    /// Ops of the `timers` rider: the bundle is refused whole when non-zero.
+    pub timer_ops: usize,
 }
 
 /// The result of one slot of the flat index space.
@@ -77,6 +84,8 @@ pub enum OpResult {
         /// What `queen.log_ack_v2` said.
         verdict: AckVerdict,
     },
+    /// One op of the `kv` rider: the object `queen.kv_apply_v1` answered for it.
+    Kv(Value),
 }
 
 /// How a bundle ended.
@@ -98,6 +107,28 @@ pub enum BundleOutcome {
         /// The flat index of the failing slot, when one slot is to blame.
         failed_index: Option<usize>,
     },
+    /// A `kv` op marked `required` lost its precondition: nothing was applied. An
+    /// expected outcome (a `once` gate met again, a lock guard after the lock moved), so
+    /// it carries what the client needs to decide without another call.
+    PreconditionLost {
+        /// The bundle's id.
+        transaction_id: Uuid,
+        /// What lost, its flat index among them.
+        lost: KvPrecondition,
+    },
+}
+
+/// The lost precondition of a `required` KV op, as `queen.kv_apply_v1` reported it.
+#[derive(Debug, Clone)]
+pub struct KvPrecondition {
+    /// The op's flat index: the operations' slots, then the rider's index.
+    pub failed_index: usize,
+    /// Why it lost: `exists`, `absent`, `version`, `limit` or `type`.
+    pub kv_reason: Value,
+    /// The key's current version (null when absent).
+    pub version: Value,
+    /// The key's current value (null when absent): a lock guard's holder reads its owner.
+    pub value: Value,
 }
 
 /// Why a bundle could not be decided (as opposed to a refused operation, which is a
@@ -116,6 +147,14 @@ pub enum TransactionError {
     /// [`crate::spool::order`]).
     #[error(transparent)]
     Held(#[from] Held),
+    /// The commit of a bundle that writes KV was sent and no answer came back: it may have
+    /// applied. Not a 5xx, which the client would resend (an `incr` would count twice).
+    #[error("the transaction's outcome is unknown: {0}")]
+    CommitInDoubt(#[source] DbError),
+    /// `queen.kv_apply_v1` answered neither results for every op nor a lost precondition:
+    /// the function and this broker disagree. Rolled back.
+    #[error("kv_apply_v1 answered no result per op")]
+    KvAnswer,
 }
 
 impl From<PushError> for TransactionError {
@@ -140,11 +179,11 @@ pub async fn apply(
 ) -> Result<BundleOutcome, TransactionError> {
     let transaction_id = Uuid::now_v7();
     let plan = Plan::new(bundle);
-    if bundle.rider_ops > 0 {
+    if bundle.timer_ops > 0 {
         return Ok(BundleOutcome::RolledBack {
             transaction_id,
-            error: RIDERS_UNSUPPORTED.to_owned(),
-            failed_index: Some(plan.slots),
+            error: TIMERS_UNSUPPORTED.to_owned(),
+            failed_index: Some(plan.slots + bundle.kv.ops.len()),
         });
     }
     // The spool's order: checked before anything is prepared or locked. A bundle without
@@ -160,7 +199,7 @@ pub async fn apply(
             })
             .map(|item| (&item.queue, &item.partition)),
     )?;
-    if bundle.operations.is_empty() && plan.leases.is_empty() {
+    if bundle.operations.is_empty() && plan.leases.is_empty() && bundle.kv.ops.is_empty() {
         return Ok(BundleOutcome::Committed {
             transaction_id,
             results: Vec::new(),
@@ -180,7 +219,13 @@ pub async fn apply(
     let mut attempt = 1;
     let verdict = loop {
         let mut conn = broker.db.conn().await?;
-        match run(&mut conn, broker, tenant, &plan, &prepared, zstd_level).await {
+        let work = Work {
+            plan: &plan,
+            kv: &bundle.kv,
+            prepared: &prepared,
+            zstd_level,
+        };
+        match run(&mut conn, broker, tenant, &work).await {
             Err(TransactionError::Db(error)) => {
                 let error = conn.note(error);
                 if error.is_retryable() && attempt < MAX_ATTEMPTS {
@@ -213,6 +258,13 @@ pub async fn apply(
                 failed_index,
             }
         }
+        Verdict::Lost(lost) => {
+            debug!(failed_index = lost.failed_index, "kv precondition lost");
+            BundleOutcome::PreconditionLost {
+                transaction_id,
+                lost,
+            }
+        }
     })
 }
 
@@ -222,6 +274,16 @@ enum Verdict {
         error: String,
         failed_index: Option<usize>,
     },
+    Lost(KvPrecondition),
+}
+
+/// What one attempt applies: the plan, the `kv` rider, the prepared pushes.
+struct Work<'a> {
+    plan: &'a Plan,
+    kv: &'a KvBatch,
+    /// One per step, `None` for ack steps.
+    prepared: &'a [Option<PreparedPush>],
+    zstd_level: i32,
 }
 
 /// One attempt: opens the transaction, applies the plan and commits or rolls back. Every
@@ -230,14 +292,20 @@ async fn run(
     conn: &mut PgConn,
     broker: &Broker,
     tenant: &Tenant,
-    plan: &Plan,
-    prepared: &[Option<PreparedPush>],
-    zstd_level: i32,
+    work: &Work<'_>,
 ) -> Result<Verdict, TransactionError> {
     let tx = DataTransaction::begin(conn).await?;
-    match apply_plan(&tx, broker, tenant, plan, prepared, zstd_level).await {
+    match apply_plan(&tx, broker, tenant, work).await {
         Ok(Verdict::Commit(results)) => {
-            tx.commit().await?;
+            tx.commit().await.map_err(|e| {
+                // A KV write (an `incr`) must not be applied twice by a resend: a commit
+                // whose answer never came is in doubt, not failed.
+                if work.kv.writes() && !e.server_answered() {
+                    TransactionError::CommitInDoubt(e)
+                } else {
+                    TransactionError::Db(e)
+                }
+            })?;
             Ok(Verdict::Commit(results))
         }
         Ok(rollback) => {
@@ -257,10 +325,9 @@ async fn apply_plan(
     tx: &DataTransaction<'_>,
     broker: &Broker,
     tenant: &Tenant,
-    plan: &Plan,
-    prepared: &[Option<PreparedPush>],
-    zstd_level: i32,
+    work: &Work<'_>,
 ) -> Result<Verdict, TransactionError> {
+    let plan = work.plan;
     if let Some(lost) = tx
         .require_leases(tenant.as_str(), &plan.leases)
         .await?
@@ -271,12 +338,22 @@ async fn apply_plan(
             failed_index: plan.first_slot_of(lost),
         });
     }
-    let mut results = Vec::with_capacity(plan.slots);
-    for (step, prepared) in plan.steps.iter().zip(prepared) {
+    // The rider first: a lost `required` op (the usual end of a redelivered `once`) then
+    // costs no push or ack work; its row locks hold until the commit either way.
+    let kv_results = if work.kv.ops.is_empty() {
+        Vec::new()
+    } else {
+        match kv_rider::apply(tx, tenant, work.kv, plan.slots).await? {
+            kv_rider::RiderOutcome::Applied(results) => results,
+            kv_rider::RiderOutcome::Lost(lost) => return Ok(Verdict::Lost(lost)),
+        }
+    };
+    let mut results = Vec::with_capacity(plan.slots + kv_results.len());
+    for (step, prepared) in plan.steps.iter().zip(work.prepared) {
         match step {
             Step::Push { first, items } => {
                 let prepared = prepared.as_ref().expect("every push step was prepared");
-                match stage(tx, broker, tenant, items, prepared, zstd_level).await {
+                match stage(tx, broker, tenant, items, prepared, work.zstd_level).await {
                     Ok(outcomes) => {
                         // All or nothing: an item refused for maxSize refuses the bundle.
                         if let Some((index, error)) = outcomes
@@ -318,6 +395,7 @@ async fn apply_plan(
             }
         }
     }
+    results.extend(kv_results.into_iter().map(OpResult::Kv));
     Ok(Verdict::Commit(results))
 }
 
@@ -331,7 +409,7 @@ fn announce(broker: &Broker, tenant: &Tenant, plan: &Plan, results: &[OpResult])
                     .iter()
                     .filter_map(|r| match r {
                         OpResult::Pushed(o) => Some(o.clone()),
-                        OpResult::Acked { .. } => None,
+                        OpResult::Acked { .. } | OpResult::Kv(_) => None,
                     })
                     .collect();
                 announce::announce(broker, tenant, items, &outcomes);
@@ -341,7 +419,7 @@ fn announce(broker: &Broker, tenant: &Tenant, plan: &Plan, results: &[OpResult])
                     .iter()
                     .filter_map(|r| match r {
                         OpResult::Acked { verdict, .. } => Some(verdict.clone()),
-                        OpResult::Pushed(_) => None,
+                        OpResult::Pushed(_) | OpResult::Kv(_) => None,
                     })
                     .collect();
                 ack::announce(broker, tenant, group, acks, &verdicts);

@@ -17,6 +17,7 @@ use crate::support::{payloads, TestBroker};
 mod binary;
 mod bodies;
 mod concurrency;
+mod riders;
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 

@@ -134,3 +134,38 @@ async def test_txn_a_failing_binary_bundle_changes_nothing():
         assert recorder.to("POST", "/api/v1/transaction")[0]["body"][:4] == b"QTB1"
         assert sink_got == []
         assert real_ack["success"] is True
+
+
+async def test_txn_once_gates_a_step_and_a_second_commit_returns_kv_precondition():
+    async with client() as q:
+        sink, space = unique("txn-once"), unique("txn-gates")
+        first = await q.transaction().once(space, "step-1", ttl_seconds=3600).kv.incr(space, "runs", forever=True).queue(sink).push([{"data": {"n": 1}}]).commit()
+        again = await q.transaction().once(space, "step-1", ttl_seconds=3600).kv.incr(space, "runs", forever=True).queue(sink).push([{"data": {"n": 2}}]).commit()
+        runs = await q.kv.get(space, "runs")
+
+        assert first["success"] is True, first
+        assert [r["type"] for r in first["results"]] == ["push", "kv", "kv"], first
+        assert again["success"] is False and again["reason"] == "kv_precondition", again
+        assert again["failedIndex"] == 1 and again["kvReason"] == "exists", again
+        assert runs["value"] == 1, "the lost bundle's incr must be undone"
+        assert data(await pop(q, sink, batch=10)) == [{"n": 1}]
+
+
+async def test_txn_kv_writes_commit_with_an_ack_and_roll_back_with_a_refused_one():
+    async with client() as q:
+        source, space = unique("txn-kv-src"), unique("txn-kv")
+        await configure(q, source, lease_time=30)
+        await push(q, source, [{"step": 1}])
+        [message] = await pop(q, source)
+
+        stale = dict(message, leaseId=STALE_LEASE)
+        with pytest.raises(Exception):
+            await q.transaction().ack(stale).kv.put(space, "state", {"done": True}, forever=True).commit()
+        missing = await q.kv.get(space, "state")
+        done = await q.transaction().ack(message).kv.put(space, "state", {"done": True}, forever=True).commit()
+        state = await q.kv.get(space, "state")
+
+        assert not missing, missing
+        assert done["success"] is True, done
+        assert state["value"] == {"done": True}
+        assert await pop(q, source) == []

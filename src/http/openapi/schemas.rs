@@ -89,6 +89,10 @@ pub struct TransactionBody {
     operations: Vec<Value>,
     /// Leases (UUIDs) that must all be live.
     required_leases: Option<Vec<String>>,
+    /// KV ops (those of `POST /api/v1/kv` except `getPrefix`) run in the same transaction;
+    /// a lost `required` op answers `reason: "kv_precondition"` with nothing applied.
+    #[schema(value_type = Option<Vec<Object>>)]
+    kv: Option<Vec<Value>>,
 }
 
 /// `POST /api/v1/configure`.

@@ -138,7 +138,7 @@ mod tests {
         let plan = Plan::new(&Bundle {
             operations: vec![ack("", &queue), ack("mine", &queue)],
             required_leases: vec!["only".to_owned(), "only".to_owned()],
-            rider_ops: 0,
+            ..Bundle::default()
         });
         assert_eq!(plan.leases, vec!["only".to_owned()]);
         assert_eq!(lease_of(&plan.steps[0], 0), "only");
@@ -151,7 +151,7 @@ mod tests {
         let plan = Plan::new(&Bundle {
             operations: vec![ack("", &queue)],
             required_leases: vec!["a".to_owned(), "b".to_owned()],
-            rider_ops: 0,
+            ..Bundle::default()
         });
         assert_eq!(lease_of(&plan.steps[0], 0), "");
     }
@@ -169,7 +169,7 @@ mod tests {
                 ack("l", &other),
             ],
             required_leases: Vec::new(),
-            rider_ops: 0,
+            ..Bundle::default()
         });
         let firsts: Vec<usize> = plan
             .steps

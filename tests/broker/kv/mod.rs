@@ -8,6 +8,7 @@ mod access;
 mod concurrency;
 mod expiry;
 mod failures;
+mod in_doubt;
 mod ops;
 mod prefix;
 mod required;

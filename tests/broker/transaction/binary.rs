@@ -140,6 +140,53 @@ async fn a_binary_bundle_with_a_refused_ack_stores_nothing_and_flag_2_answers_to
     b.stop().await;
 }
 
+/// The head's `kv` rider runs in the bundle's transaction: its results follow the groups'
+/// pushes (flag 2 keeps them beside the totals), and its lost `required` op, indexed after
+/// every pushed message, stores none of them.
+#[actix_rt::test]
+async fn a_binary_bundles_head_carries_the_kv_rider() {
+    // Arrange
+    let b = TestBroker::start().await;
+    let gate = json!({"kv": [{"op": "putIfAbsent", "ns": "bin", "key": "step", "value": 1,
+                              "forever": true, "required": true}]});
+    let frames = [Frame::new("k1", "1"), Frame::new("k2", "2")];
+
+    // Act
+    let (_, first) = post(
+        &b,
+        qtb1(
+            2,
+            gate.to_string().as_bytes(),
+            &[("qkv", "Default", &frames)],
+        ),
+    )
+    .await;
+    let (_, again) = post(
+        &b,
+        qtb1(
+            0,
+            gate.to_string().as_bytes(),
+            &[("qkv", "Default", &[Frame::new("k3", "3")])],
+        ),
+    )
+    .await;
+
+    // Assert
+    assert_eq!(first["success"], json!(true), "{first}");
+    assert_eq!(first["pushed"], json!(2), "{first}");
+    assert_eq!(first["results"][0]["type"], json!("kv"), "{first}");
+    assert_eq!(first["results"][0]["index"], json!(2), "{first}");
+    assert_eq!(first["results"][0]["applied"], json!(true), "{first}");
+    assert_eq!(again["success"], json!(false), "{again}");
+    assert_eq!(again["reason"], json!("kv_precondition"), "{again}");
+    assert_eq!(again["failedIndex"], json!(1), "{again}");
+    let stored = b
+        .pop_messages("/api/v1/pop/queue/qkv?batch=10&autoAck=true")
+        .await;
+    assert_eq!(payloads(&stored), vec![json!(1), json!(2)]);
+    b.stop().await;
+}
+
 /// Truncated, lying or unknown-flag `QTB1` bodies answer 400 and store nothing.
 #[actix_rt::test]
 async fn malformed_binary_bundles_answer_400_and_store_nothing() {
