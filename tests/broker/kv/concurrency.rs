@@ -1,10 +1,12 @@
 //! Conditional writes under real concurrency, checked for losses and duplicates: one
 //! winner among concurrent `putIfAbsent`s, and concurrent `incr`s that end at the exact
-//! sum with every intermediate value handed out once.
+//! sum with every intermediate value handed out once, also when the database refuses some
+//! calls with an error and they are sent again.
 
 use std::collections::HashSet;
 
 use futures_util::future::join_all;
+use reqwest::StatusCode;
 use serde_json::json;
 
 use super::{get, one};
@@ -74,4 +76,56 @@ async fn twenty_workers_of_five_hundred_incr_end_at_the_exact_sum() {
         "no increment lost"
     );
     assert_eq!(one(&b, get("race", "n")).await["value"], WORKERS * EACH);
+}
+
+/// The same race with the database refusing one write in ten (a trigger raising inside the
+/// batch's statement): every refused call answers 503, which the client resends, and since
+/// a 503 means nothing applied the resends still end at the exact sum, no value twice.
+#[actix_rt::test]
+async fn twenty_workers_of_incr_resending_after_injected_503s_end_at_the_exact_sum() {
+    const WORKERS: i64 = 20;
+    const EACH: i64 = 200;
+    let b = TestBroker::start().await;
+    b.sql()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION public.flaky_kv() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.namespace = 'flaky' AND random() < 0.1 THEN \
+               RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER flaky_kv BEFORE INSERT OR UPDATE ON queen.kv \
+               FOR EACH ROW EXECUTE FUNCTION public.flaky_kv();",
+        )
+        .await
+        .expect("install the failing trigger");
+    let call = json!({"operations": [{"op": "incr", "ns": "flaky", "key": "n", "forever": true}]});
+
+    let seen = join_all((0..WORKERS).map(|_| {
+        let (b, call) = (&b, &call);
+        async move {
+            let (mut values, mut refused) = (Vec::new(), 0);
+            while values.len() < EACH as usize {
+                let (status, body) = b.post("/api/v1/kv", call).await;
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    refused += 1;
+                    continue;
+                }
+                assert_eq!(status, StatusCode::OK, "{body}");
+                values.push(body["results"][0]["value"].as_i64().expect("an integer"));
+            }
+            (values, refused)
+        }
+    }))
+    .await;
+
+    let refused: usize = seen.iter().map(|(_, r)| r).sum();
+    let all: Vec<i64> = seen.into_iter().flat_map(|(v, _)| v).collect();
+    let distinct: HashSet<i64> = all.iter().copied().collect();
+    assert!(refused > 0, "no failure was injected");
+    assert_eq!(distinct.len(), all.len(), "no value handed out twice");
+    assert_eq!(
+        distinct,
+        (1..=WORKERS * EACH).collect(),
+        "no increment lost or counted twice ({refused} calls refused)"
+    );
+    assert_eq!(one(&b, get("flaky", "n")).await["value"], WORKERS * EACH);
 }
