@@ -95,6 +95,8 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/resources/queues/{queue}/depth", RO),
     ("GET", "/api/v1/resources/partitions", RO),
     ("GET", "/api/v1/resources/namespaces", RO),
+    ("GET", "/api/v1/resources/kv", RO),
+    ("GET", "/api/v1/resources/kv/{namespace}", RO),
     ("GET", "/api/v1/resources/tasks", RO),
     ("GET", "/api/v1/status", RO),
     ("GET", "/api/v1/status/queues", RO),

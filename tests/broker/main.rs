@@ -24,6 +24,7 @@ mod compat_python;
 mod concurrency;
 mod console;
 mod console_routes;
+mod console_state;
 mod console_token;
 mod dead_letter_switches;
 mod dedup_rollback;

@@ -1,6 +1,7 @@
 //! Resources: the wrappers of `queen.resources_overview_v1`, `queen.resources_queues_v1`,
 //! `queen.resource_queue_v1`, `queen.queue_depth_v1`, `queen.resources_partitions_v1`,
-//! `queen.resources_namespaces_v1`, `queen.resources_tasks_v1` and `queen.queue_delete_v1`.
+//! `queen.resources_namespaces_v1`, `queen.resources_tasks_v1`, `queen.resources_kv_v1`,
+//! `queen.resources_kv_keys_v1` and `queen.queue_delete_v1`.
 
 use serde_json::Value;
 use tracing::instrument;
@@ -108,3 +109,28 @@ pub async fn delete_queue(conn: &mut PgConn, tenant: &str, queue: &str) -> Resul
 
 /// How many times a queue delete cancelled by a deadlock is run in all.
 pub const DELETE_ATTEMPTS: u32 = 5;
+
+/// The tenant's KV namespaces with their live key counts (`queen.resources_kv_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_kv_v1"))]
+pub async fn kv_namespaces(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_kv_v1($1)";
+    let v = json_call(conn, "resources_kv_v1", sql, &[&tenant]).await?;
+    Ok(v.unwrap_or(Value::Null))
+}
+
+/// One page of a namespace's live keys (`queen.resources_kv_keys_v1`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_kv_keys_v1"))]
+pub async fn kv_keys(
+    conn: &mut PgConn,
+    tenant: &str,
+    namespace: &str,
+    prefix: &str,
+    after: Option<&str>,
+    limit: i32,
+) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_kv_keys_v1($1, $2, $3, $4, $5)";
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+        [&tenant, &namespace, &prefix, &after, &limit];
+    let v = json_call(conn, "resources_kv_keys_v1", sql, &params).await?;
+    Ok(v.unwrap_or(Value::Null))
+}

@@ -69,6 +69,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("065_drop_unused_functions.sql"),
     migration!("066_group_last_seen.sql"),
     migration!("067_kv.sql"),
+    migration!("068_tier3_views.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -130,6 +131,8 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("queues_limit_v1.sql"),
     function!("resource_queue_v1.sql"),
     function!("resources_grouped_v1.sql"),
+    function!("resources_kv_keys_v1.sql"),
+    function!("resources_kv_v1.sql"),
     function!("resources_namespaces_v1.sql"),
     function!("resources_overview_v1.sql"),
     function!("resources_partitions_v1.sql"),

@@ -8,6 +8,7 @@
 
 pub mod dlq;
 pub mod groups;
+pub mod kv;
 pub mod messages;
 pub mod resources;
 pub mod status;
@@ -103,6 +104,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/resources/partitions")
             .route(web::get().to(resources::partitions))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/kv")
+            .route(web::get().to(kv::namespaces))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/resources/kv/{namespace}")
+            .route(web::get().to(kv::keys))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

@@ -12,7 +12,7 @@ use actix_web::{web, HttpResponse};
 use super::error::ApiError;
 
 /// The compiled-in files: name under `/console/assets/`, content type, bytes.
-const ASSETS: [(&str, &str, &[u8]); 4] = [
+const ASSETS: [(&str, &str, &[u8]); 5] = [
     (
         "core.js",
         "text/javascript; charset=utf-8",
@@ -27,6 +27,11 @@ const ASSETS: [(&str, &str, &[u8]); 4] = [
         "ops.js",
         "text/javascript; charset=utf-8",
         include_bytes!("assets/ops.js"),
+    ),
+    (
+        "kv.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/kv.js"),
     ),
     (
         "style.css",

@@ -66,6 +66,8 @@ use crate::http;
         http::admin::resources::depth,
         http::admin::resources::partitions,
         http::admin::resources::namespaces,
+        http::admin::kv::namespaces,
+        http::admin::kv::keys,
         http::admin::resources::tasks,
         http::admin::status::status,
         http::admin::status::queues,

@@ -9,6 +9,7 @@ mod concurrency;
 mod expiry;
 mod failures;
 mod in_doubt;
+mod listing;
 mod ops;
 mod prefix;
 mod required;
