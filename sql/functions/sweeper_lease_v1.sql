@@ -7,8 +7,9 @@
 --
 -- Locks: the row stays locked to the caller's COMMIT, so a batch run in the same
 -- transaction (queen.retention_segments_v1, queen.retention_rows_v1,
--- queen.retention_idle_v1) can never overlap another node's: the other node waits for the
--- commit, then sees a live lease that is not its own. No notifications.
+-- queen.retention_idle_v1, queen.retention_kv_v1) can never overlap another node's: the
+-- other node waits for the commit, then sees a live lease that is not its own. No
+-- notifications.
 CREATE OR REPLACE FUNCTION queen.sweeper_lease_v1(p_holder text, p_lease_ms integer)
 RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
