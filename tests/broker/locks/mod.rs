@@ -1,13 +1,14 @@
 //! `POST /api/v1/locks` over real HTTP and a real PostgreSQL: every op and answer field,
 //! one holder per slot, semaphores and owner-idempotent resends ([`ops`]); expiry and stale
 //! tokens ([`expiry`]); sixteen workers guarding a shared KV counter with one lock, checked
-//! by fencing tokens and by the counter ([`concurrency`]); tenants, roles and refused input
-//! ([`access`]).
+//! by fencing tokens and by the counter ([`concurrency`]); `contended` and a database
+//! failure ([`races`]); tenants, roles and refused input ([`access`]).
 
 mod access;
 mod concurrency;
 mod expiry;
 mod ops;
+mod races;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
