@@ -31,7 +31,9 @@
 -- Races: a slot is taken by INSERT ... ON CONFLICT DO NOTHING or by UPDATE ... WHERE
 -- expires_at <= now (an expired row), renew and release are one conditional UPDATE or
 -- DELETE: a concurrent writer of the row makes PostgreSQL re-check the condition on the
--- row it committed, so two acquirers never both win a slot. No notifications.
+-- row it committed, so two acquirers never both win a slot. A won slot's token is drawn
+-- after the win (the insert's own was drawn before any wait), so it is above every
+-- earlier holder's. No notifications.
 CREATE OR REPLACE FUNCTION queen.locks_apply_v1(p_tenant text, p_ops jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -155,6 +157,18 @@ BEGIN
                                          AND k.key = v_key);
                 END LOOP;
                 IF v_token IS NOT NULL THEN
+                    -- Won. The token and the lease are drawn only now: the insert's
+                    -- version was drawn before it waited on a conflicting row, and while
+                    -- it waited another acquirer may have held and released the slot
+                    -- with a later version.
+                    v_now := clock_timestamp();
+                    UPDATE queen.kv k
+                       SET value = jsonb_build_object('owner', v_owner,
+                               'since', to_char(v_now AT TIME ZONE 'UTC', c_time)),
+                           version = nextval('queen.kv_version'),
+                           expires_at = v_now + v_ttl, updated_at = v_now
+                     WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key
+                    RETURNING k.version INTO v_token;
                     v_mine := v_slot;
                     EXIT;
                 END IF;

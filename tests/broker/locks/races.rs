@@ -34,7 +34,8 @@ async fn a_slot_won_by_a_concurrent_writer_answers_contended() {
         let waiting = eventually(Duration::from_secs(10), || async {
             let n: i64 = watcher
                 .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND wait_event_type = 'Lock' \
                      AND query LIKE '%locks_apply_v1%'",
                     &[],
                 )
