@@ -11,7 +11,8 @@
 //! going sooner or being refused).
 //!
 //! `POST /api/v1/kv` is `read-only` here, and its handler (`src/http/kv/route.rs`) asks
-//! `read-write` of a call holding a write op.
+//! `read-write` of a call holding a write op; so is `POST /api/v1/locks`, whose handler
+//! (`src/http/locks/route.rs`) asks `read-write` of a call holding anything but `get`.
 
 use actix_web::dev::ResourceDef;
 use actix_web::http::Method;
@@ -52,6 +53,7 @@ pub const RULES: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/fetch", RO),
     ("POST", "/api/v1/partitions/changed", RO),
     ("POST", "/api/v1/kv", RO),
+    ("POST", "/api/v1/locks", RO),
     ("POST", "/api/v1/configure", RW),
     ("GET", "/api/v1/system/maintenance", RO),
     ("POST", "/api/v1/system/maintenance", ADMIN),

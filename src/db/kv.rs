@@ -1,6 +1,7 @@
 //! The wrapper of `queen.kv_apply_v1` (`sql/functions/kv_apply_v1.sql`): one checked KV
 //! batch in, its whole answer out, in one round trip.
 
+use serde_json::Value;
 use tracing::instrument;
 
 use crate::db::{DbError, PgConn};
@@ -12,7 +13,8 @@ const APPLY: &str = "SELECT queen.kv_apply_v1($1, $2)::text";
 /// The statement as a value, for a caller that reads the answer (a transaction's rider).
 pub(super) const APPLY_VALUE: &str = "SELECT queen.kv_apply_v1($1, $2)";
 
-/// Why a batch has no answer, split by what the caller may tell a client that resends.
+/// Why a KV batch (or a locks call) has no answer, split by what the caller may tell a
+/// client that resends.
 #[derive(Debug, thiserror::Error)]
 pub enum KvApplyError {
     /// Nothing of the batch was applied: the statement was never sent, or the server
@@ -34,18 +36,29 @@ pub async fn apply(
     tenant: &str,
     batch: &KvBatch,
 ) -> Result<String, KvApplyError> {
-    const OP: &str = "kv_apply_v1";
+    call_json(conn, "kv_apply_v1", APPLY, tenant, &batch.to_sql_json()).await
+}
+
+/// Runs `sql` (a function of `($1 tenant, $2 ops jsonb)` answering text) in one round trip
+/// and splits its failures into [`KvApplyError`]'s two kinds. Shared by the engines that
+/// take a tenant and a checked ops array: this one and `db::locks`.
+pub(crate) async fn call_json(
+    conn: &mut PgConn,
+    op: &'static str,
+    sql: &'static str,
+    tenant: &str,
+    ops: &Value,
+) -> Result<String, KvApplyError> {
     let st = conn
-        .statement(OP, APPLY)
+        .statement(op, sql)
         .await
         .map_err(KvApplyError::NotApplied)?;
-    let ops = batch.to_sql_json();
-    let row = conn.client().query_one(&st, &[&tenant, &ops]).await;
+    let row = conn.client().query_one(&st, &[&tenant, ops]).await;
     match row {
         Ok(row) => Ok(row.get(0)),
         Err(source) => {
             // The statement runs in its own transaction: see `DbError::server_answered`.
-            let error = conn.note(DbError::query(OP, source));
+            let error = conn.note(DbError::query(op, source));
             Err(if error.server_answered() {
                 KvApplyError::NotApplied(error)
             } else {

@@ -15,6 +15,7 @@ pub mod error;
 pub mod groups;
 pub mod kv;
 pub mod lease;
+pub mod locks;
 pub mod pool;
 pub mod pop;
 pub mod push;

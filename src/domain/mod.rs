@@ -4,6 +4,7 @@
 //! Input is parsed into these types at the HTTP edge so inner code never re-checks strings.
 
 pub mod kv;
+pub mod locks;
 pub mod names;
 pub mod option_changes;
 pub mod options;

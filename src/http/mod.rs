@@ -25,6 +25,7 @@ pub mod json_field;
 pub mod json_out;
 pub mod kv;
 pub mod lease;
+pub mod locks;
 pub mod metrics;
 pub mod openapi;
 pub mod pop;

@@ -5,8 +5,8 @@ use actix_web::web;
 
 use super::fallback::{method_not_allowed, no_route};
 use super::{
-    ack, admin, configure, console, health, kv, lease, metrics, openapi, pop, push, reads, system,
-    timing, transaction,
+    ack, admin, configure, console, health, kv, lease, locks, metrics, openapi, pop, push, reads,
+    system, timing, transaction,
 };
 
 /// The route table.
@@ -87,6 +87,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/api/v1/kv")
             .app_data(timing::Route("/api/v1/kv"))
             .route(web::post().to(kv::route::kv))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/locks")
+            .app_data(timing::Route("/api/v1/locks"))
+            .route(web::post().to(locks::route::locks))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

@@ -98,8 +98,8 @@ mod tests {
             }
         }
         assert_eq!(
-            labelled, 9,
-            "push, the three pop routes, both ack routes, fetch, partitions/changed and kv"
+            labelled, 10,
+            "push, the three pop routes, both ack routes, fetch, partitions/changed, kv and locks"
         );
     }
 

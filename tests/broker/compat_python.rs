@@ -79,6 +79,14 @@ async fn the_python_client_keeps_keys_and_values() {
     run_group("test_kv.py").await;
 }
 
+/// Locks and semaphores through the client: acquire, a second holder refused, get, renew
+/// with a new token, owner-idempotent acquire, semaphore slots, `async with`, and the
+/// `LockError` envelope, and a `transaction().guard(lock)` that commits only while held.
+#[actix_rt::test]
+async fn the_python_client_takes_locks_and_semaphores() {
+    run_group("test_locks.py").await;
+}
+
 /// The client's `bearer_token` against a broker with JWT authentication on: tokens signed
 /// here (HS256) for a read-write, a read-only and an admin caller.
 #[actix_rt::test]

@@ -62,3 +62,32 @@ async fn the_key_value_page_lists_namespaces_and_pages_through_keys() {
         "{second}"
     );
 }
+#[actix_rt::test]
+async fn the_locks_page_shows_each_holder_and_its_token() {
+    let b = TestBroker::start().await;
+    let (_, acquired) = b
+        .post(
+            "/api/v1/locks",
+            &json!({"operations": [
+                {"op": "acquire", "name": "nightly-report", "ttlSeconds": 600, "owner": "worker-a"},
+                {"op": "acquire", "name": "crawlers", "ttlSeconds": 600, "owner": "worker-b",
+                 "limit": 3},
+            ]}),
+        )
+        .await;
+    let token = acquired["results"][0]["token"].as_i64().expect("a token");
+    let browser = Browser::start().await;
+
+    browser.goto(&b.url("/console/locks")).await;
+    let table = browser
+        .text_when("#lock-table tbody", |t| t.contains("nightly-report"))
+        .await;
+
+    browser.screenshot(&shots(), "locks").await;
+    assert!(
+        table.contains("worker-a") && table.contains("worker-b"),
+        "{table}"
+    );
+    assert!(table.contains("crawlers"), "{table}");
+    assert!(table.contains(&token.to_string()), "token {token}: {table}");
+}

@@ -48,6 +48,7 @@ mod kv;
 mod lease_and_configure;
 mod lease_expiry_attempts;
 mod lease_expiry_crowd;
+mod locks;
 mod max_size;
 mod mesh;
 mod mesh_injection;

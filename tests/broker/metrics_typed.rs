@@ -95,17 +95,22 @@ async fn a_long_poll_woken_by_a_push_is_observed_in_the_wake_histogram() {
     assert!(after > before, "{before} -> {after}");
 }
 
-/// The read views and the key/value route are counted like every route: their requests land in the request
+/// The read views, the key/value route and the locks route are counted like every route: their requests land in the request
 /// histogram under their own route label. The histogram is the test process's, shared with
 /// the tests running beside this one, so the counts are compared before and after.
 #[actix_rt::test]
-async fn fetch_partitions_changed_and_kv_are_observed_under_their_own_route_labels() {
+async fn fetch_partitions_changed_kv_and_locks_are_observed_under_their_own_route_labels() {
     let b = TestBroker::start().await;
     b.push("mt-reads", "p", &[json!(1)]).await;
     let line = |route: &str| {
         format!(r#"queen_http_request_duration_seconds_count{{method="POST",route="{route}"}}"#)
     };
-    let routes = ["/api/v1/fetch", "/api/v1/partitions/changed", "/api/v1/kv"];
+    let routes = [
+        "/api/v1/fetch",
+        "/api/v1/partitions/changed",
+        "/api/v1/kv",
+        "/api/v1/locks",
+    ];
     let text = scrape(&b).await;
     let before: Vec<f64> = routes
         .iter()
@@ -132,7 +137,15 @@ async fn fetch_partitions_changed_and_kv_are_observed_under_their_own_route_labe
         )
         .await;
 
+    let (locks, _) = b
+        .post(
+            "/api/v1/locks",
+            &json!({"operations": [{"op": "get", "name": "mt"}]}),
+        )
+        .await;
+
     assert!(fetched.is_success() && listed.is_success() && kv.is_success());
+    assert!(locks.is_success());
     let text = scrape(&b).await;
     for (route, before) in routes.iter().zip(before) {
         let after = sample(&text, &line(route));

@@ -24,6 +24,7 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
         "/api/v1/fetch",
         "/api/v1/partitions/changed",
         "/api/v1/kv",
+        "/api/v1/locks",
         "/health/ready",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
@@ -32,6 +33,7 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
     assert!(doc["components"]["schemas"]["FetchBody"].is_object());
     assert!(doc["components"]["schemas"]["ChangedBody"].is_object());
     assert!(doc["components"]["schemas"]["KvBody"].is_object());
+    assert!(doc["components"]["schemas"]["LocksBody"].is_object());
 }
 
 /// A method a route does not take answers 405 with the JSON error and an `Allow` header

@@ -96,6 +96,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("lease_holders_v1.sql"),
     function!("lease_partition.sql"),
     function!("lease_require_v2.sql"),
+    function!("locks_apply_v1.sql"),
     function!("log_ack_v2.sql"),
     function!("log_dead_letter_span_v1.sql"),
     function!("log_fetch_v1.sql"),

@@ -1,6 +1,7 @@
-//! The error envelope of `POST /api/v1/kv`: `{"error": <stable code>, "reason":
-//! <identifier>, "detail": <prose>}`, the shape the published client reads for its tier-3
-//! routes (it branches on `error`, and keeps `reason` and `detail` for the caller).
+//! The error envelope of `POST /api/v1/kv` and `POST /api/v1/locks`: `{"error": <stable
+//! code>, "reason": <identifier>, "detail": <prose>}`, the shape the published client reads
+//! for its tier-3 routes (it branches on `error`, and keeps `reason` and `detail` for the
+//! caller). Both routes answer it, so it is one type.
 //!
 //! A 5xx is answered only when nothing of the batch was applied, since the client sends a
 //! call again after a 5xx and an `incr` must not count twice; a batch whose commit is in
@@ -13,9 +14,11 @@ use tracing::{error, warn};
 
 use crate::db::kv::KvApplyError;
 use crate::domain::kv::KvInputError;
+use crate::domain::locks::LocksInputError;
 use crate::http::error::ApiError;
 
-/// A KV call that ends in an error answer; nothing of it was applied unless it says so.
+/// A KV or locks call that ends in an error answer; nothing of it was applied unless it
+/// says so.
 #[derive(Debug, thiserror::Error)]
 #[error("{error}: {detail}")]
 pub struct KvError {
@@ -71,6 +74,12 @@ impl From<KvInputError> for KvError {
     }
 }
 
+impl From<LocksInputError> for KvError {
+    fn from(e: LocksInputError) -> Self {
+        Self::bad_request(e.reason, e.detail)
+    }
+}
+
 impl From<ApiError> for KvError {
     /// The body reader's errors: a body over the limit, or a broken stream.
     fn from(e: ApiError) -> Self {
@@ -97,9 +106,9 @@ impl From<KvApplyError> for KvError {
         match e {
             KvApplyError::NotApplied(db) => {
                 if matches!(db, crate::db::DbError::PoolExhausted) {
-                    warn!(error = %db, "kv call refused");
+                    warn!(error = %db, "kv or locks call refused");
                 } else {
-                    error!(error = ?db, "kv call failed; nothing applied");
+                    error!(error = ?db, "kv or locks call failed; nothing applied");
                 }
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -109,7 +118,7 @@ impl From<KvApplyError> for KvError {
                 )
             }
             KvApplyError::InDoubt(db) => {
-                error!(error = ?db, "kv call lost its connection; outcome unknown");
+                error!(error = ?db, "kv or locks call lost its connection; outcome unknown");
                 Self::new(
                     StatusCode::CONFLICT,
                     "kv_outcome_unknown",

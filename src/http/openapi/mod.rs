@@ -8,6 +8,7 @@
 //! described in [`schemas`] and [`params`]; the handlers keep parsing them by hand.
 
 pub mod kv_schemas;
+pub mod locks_schemas;
 pub mod params;
 pub mod read_schemas;
 pub mod schemas;
@@ -43,6 +44,7 @@ use crate::http;
         http::reads::fetch::fetch,
         http::reads::changed::changed,
         http::kv::route::kv,
+        http::locks::route::locks,
         http::metrics::metrics,
         http::metrics::prometheus,
         http::system::get_maintenance,

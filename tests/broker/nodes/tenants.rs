@@ -651,6 +651,45 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                 );
                 (status, body)
             }
+            ("POST", "/api/v1/locks") => {
+                let take = json!({"operations": [{"op": "acquire", "name": "shared",
+                                                  "owner": "alpha", "ttlSeconds": 600}]});
+                let (taken, body) = alpha.post("/api/v1/locks", &take).await;
+                assert_eq!(taken, StatusCode::OK, "{what}: {body}");
+                let token = body["results"][0]["token"].clone();
+                let (status, body) = beta
+                    .post(
+                        "/api/v1/locks",
+                        &json!({"operations": [
+                            {"op": "get", "name": "shared"},
+                            {"op": "acquire", "name": "mine", "owner": "beta",
+                             "ttlSeconds": 600},
+                            {"op": "release", "name": "other", "token": token},
+                        ]}),
+                    )
+                    .await;
+                let r = &body["results"];
+                assert_eq!(r[0]["held"], false, "{what}: {body}");
+                assert_eq!(r[1]["acquired"], true, "{what}: {body}");
+                assert_eq!(r[2]["released"], false, "{what}: {body}");
+                let (_, again) = beta
+                    .post(
+                        "/api/v1/locks",
+                        &json!({"operations": [{"op": "acquire", "name": "shared",
+                                                "owner": "beta", "ttlSeconds": 600}]}),
+                    )
+                    .await;
+                assert_eq!(again["results"][0]["acquired"], true, "{what}: {again}");
+                let get = json!({"operations": [{"op": "get", "name": "shared"}]});
+                let (_, kept) = alpha.post("/api/v1/locks", &get).await;
+                let holder = &kept["results"][0]["holders"][0];
+                assert_eq!(
+                    (&holder["owner"], &holder["token"]),
+                    (&json!("alpha"), &token),
+                    "{what}: {kept}"
+                );
+                (status, body)
+            }
             ("GET", "/console/assets/{file}" | "/console/{view:.*}") => continue, // static files
             (m, p) => panic!("route {m} {p} is not walked by this test: add it"),
         };
