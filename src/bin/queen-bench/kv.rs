@@ -1,0 +1,464 @@
+//! `queen-bench kv`: the broker's key/value route against a plain PostgreSQL table of the
+//! same shape, in the same run, on the same database.
+//!
+//! Phases, each with `--clients` concurrent clients for `--seconds` (or `--ops`): a batch
+//! of `--batch` mixed ops per call (its `kv_apply_v1` calls per HTTP call counted while the
+//! baseline runs), the baseline's upserts and selects, the broker's single-op puts and
+//! gets of the same keys and values, one client's sequential puts and gets (latency), the
+//! clients' increments of one shared key, and with `--locks` lock acquire + release cycles.
+//! Checks: the rows each side stored equal the puts it answered applied, every get found
+//! its key, and the shared counter equals the increments answered applied.
+//!
+//! Map: [`args`] (command line), [`drive`] (the load loop and CPU metering), [`http`] (the
+//! broker's routes), [`baseline`] (the table), [`rounds`] (function calls per HTTP call),
+//! [`locks`] (the lock phase), [`figures`] (the arithmetic and the table).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio_postgres::Client;
+
+use crate::pg;
+use crate::spawn::{self, SpawnedBroker};
+
+mod args;
+mod baseline;
+mod drive;
+mod figures;
+mod http;
+mod locks;
+mod rounds;
+
+pub use args::KvArgs;
+use baseline::BaselineTable;
+use drive::{drive, Limit, Meter, Tally};
+use figures::{Check, Figures, LocksOutcome, Phase, RoundTrips};
+use http::{get_op, incr_op, is_true, put_op, value, Kv};
+use rounds::Counter;
+
+/// The tenant of calls without a token, which the baseline rows carry too.
+const TENANT: &str = "";
+
+/// Runs the measurement, prints its table, writes the JSON file when asked, and fails when
+/// a check failed or a client stopped on an error.
+pub async fn main(args: KvArgs) -> anyhow::Result<()> {
+    args.validate().map_err(anyhow::Error::msg)?;
+    let figures = tokio::select! {
+        f = run(&args) => f?,
+        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted"),
+    };
+    print!("{}", figures::render(&figures));
+    if let Some(path) = &args.out {
+        std::fs::write(path, serde_json::to_vec_pretty(&figures)?)?;
+        eprintln!("figures written to {}", path.display());
+    }
+    anyhow::ensure!(
+        figures.clean(),
+        "a check failed or a client stopped (see above)"
+    );
+    Ok(())
+}
+
+/// Where the run's server is, and the broker this tool started, if it did.
+async fn server(args: &KvArgs) -> anyhow::Result<(String, String, Option<SpawnedBroker>)> {
+    match (&args.url, &args.database_url) {
+        (Some(u), Some(d)) => Ok((u.clone(), d.clone(), None)),
+        _ => {
+            let binary = match &args.broker_bin {
+                Some(b) => b.clone(),
+                None => spawn::default_binary()?,
+            };
+            let s = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
+            Ok((s.url.clone(), s.database_url.clone(), Some(s)))
+        }
+    }
+}
+
+async fn run(args: &KvArgs) -> anyhow::Result<Figures> {
+    let (base, database_url, spawned) = server(args).await?;
+    let config = pg::parse_config(&database_url)?;
+    let admin = pg::connect(&config).await?;
+    let meter = Meter {
+        broker: spawned
+            .as_ref()
+            .and_then(SpawnedBroker::pid)
+            .or(args.broker_pid),
+        postmaster: pg::postmaster_pid(&admin).await.ok().flatten(),
+    };
+    let table = BaselineTable::create(&admin).await?;
+    let counter = Counter::start(&admin).await;
+    let outcome = phases(args, &base, &config, &admin, &table, &counter, meter).await;
+    counter.finish(&admin).await;
+    if let Err(e) = table.drop_all(&admin).await {
+        eprintln!("queen-bench: {e:#}");
+    }
+    // The database connection first: the broker's stop takes its PostgreSQL down.
+    drop(admin);
+    drop(spawned);
+    outcome
+}
+
+/// The namespaces of one run: a prefix of this process, one namespace per phase.
+struct Names {
+    tag: String,
+}
+
+impl Names {
+    fn ns(&self, phase: &str) -> String {
+        format!("{}.{phase}", self.tag)
+    }
+}
+
+async fn phases(
+    args: &KvArgs,
+    base: &str,
+    config: &tokio_postgres::Config,
+    admin: &Client,
+    table: &BaselineTable,
+    counter: &Counter,
+    meter: Meter,
+) -> anyhow::Result<Figures> {
+    let kv = Kv::new(base)?;
+    let names = Names {
+        tag: format!("kvb{}", std::process::id()),
+    };
+    let (clients, limit) = (args.clients, args.limit());
+    let mut checks = Vec::new();
+
+    // Batch first, so that the baseline phases give the broker's connections time to
+    // report their function counts before the second reading.
+    let calls_before = counter.calls(admin, "kv_apply_v1", None).await;
+    let batch = batch_phase(&kv, &names.ns("batch"), args, meter).await;
+    let batch_end = Instant::now();
+    checks.push(Check::equal(
+        "batch: every put applied, every get found",
+        batch.hits as i64,
+        batch.ops as i64,
+        "ops",
+    ));
+
+    let pool = table.clients(config, clients).await?;
+    let ns_put = names.ns("put");
+    let written = per_client(clients);
+    let baseline_put = {
+        let (pool, ns, written) = (pool.clone(), ns_put.clone(), written.clone());
+        drive(
+            "baseline put",
+            clients,
+            limit,
+            meter.without_broker(),
+            move |c, seq| {
+                let (db, ns, written) = (pool[c as usize].clone(), ns.clone(), written.clone());
+                async move {
+                    let stored = db.put(TENANT, &ns, &key(c, seq), &value(c, seq)).await?;
+                    written[c as usize].fetch_max(seq + 1, Ordering::Relaxed);
+                    Ok(Tally {
+                        ops: 1,
+                        hits: u64::from(stored),
+                    })
+                }
+            },
+        )
+        .await
+    };
+    checks.push(match table.rows(admin, &ns_put).await {
+        Ok(rows) => Check::equal(
+            "baseline rows = upserts answered",
+            rows,
+            baseline_put.hits as i64,
+            "rows",
+        ),
+        Err(e) => Check::skipped("baseline rows = upserts answered", format!("{e:#}")),
+    });
+    let baseline_get = {
+        let (pool, ns, written) = (pool.clone(), ns_put.clone(), written.clone());
+        drive(
+            "baseline get",
+            clients,
+            limit,
+            meter.without_broker(),
+            move |c, seq| {
+                let (db, ns) = (pool[c as usize].clone(), ns.clone());
+                let k = key(c, seq % written[c as usize].load(Ordering::Relaxed).max(1));
+                async move {
+                    let found = db.get(TENANT, &ns, &k).await?;
+                    Ok(Tally {
+                        ops: 1,
+                        hits: u64::from(found),
+                    })
+                }
+            },
+        )
+        .await
+    };
+    drop(pool);
+    checks.push(every_get_found(&baseline_get));
+    let calls_after = counter.calls(admin, "kv_apply_v1", Some(batch_end)).await;
+    let batch_round_trips = round_trips(
+        counter,
+        "kv_apply_v1",
+        calls_before,
+        calls_after,
+        batch.calls,
+    );
+
+    let written = per_client(clients);
+    let put = put_phase(
+        "broker put",
+        &kv,
+        &ns_put,
+        clients,
+        limit,
+        meter,
+        written.clone(),
+    )
+    .await;
+    checks.push(stored_rows(admin, &ns_put, &put).await);
+    let get = get_phase("broker get", &kv, &ns_put, clients, limit, meter, written).await;
+    checks.push(every_get_found(&get));
+
+    let ns_lat = names.ns("latency");
+    let sequential = Limit::OpsPerClient(args.latency_ops);
+    let written = per_client(1);
+    let latency_put = put_phase(
+        "latency put",
+        &kv,
+        &ns_lat,
+        1,
+        sequential,
+        meter,
+        written.clone(),
+    )
+    .await;
+    let latency_get = get_phase("latency get", &kv, &ns_lat, 1, sequential, meter, written).await;
+
+    let (incr, incr_checks) = incr_phase(&kv, &names.ns("incr"), args, meter).await;
+    checks.extend(incr_checks);
+
+    let locks = if args.locks {
+        let before = counter.calls(admin, "locks_apply_v1", None).await;
+        match locks::run(&kv, &format!("{}-lock", names.tag), clients, limit, meter).await? {
+            locks::LockRun::NoRoute => LocksOutcome::NoRoute,
+            locks::LockRun::Ran(phase, contended) => {
+                let after = counter
+                    .calls(admin, "locks_apply_v1", Some(Instant::now()))
+                    .await;
+                // The probe's acquire and release come before the phase.
+                let http_calls = phase.ops + 2;
+                LocksOutcome::Ran {
+                    round_trips: round_trips(counter, "locks_apply_v1", before, after, http_calls),
+                    phase: Box::new(phase),
+                    contended,
+                }
+            }
+        }
+    } else {
+        LocksOutcome::NotAsked
+    };
+
+    Ok(Figures {
+        url: base.to_owned(),
+        clients,
+        limit: match limit {
+            Limit::Time(d) => format!("{} s", d.as_secs_f64()),
+            Limit::OpsPerClient(n) => format!("{n} ops a client"),
+        },
+        put,
+        baseline_put,
+        get,
+        baseline_get,
+        batch,
+        batch_round_trips,
+        latency_put,
+        latency_get,
+        incr,
+        locks,
+        checks,
+    })
+}
+
+/// The key of a client's `seq`th put (both sides use the same keys).
+fn key(client: u32, seq: u64) -> String {
+    format!("c{client}-{seq}")
+}
+
+/// One counter per client: how many keys it has put (its gets read among them).
+fn per_client(clients: u32) -> Arc<Vec<AtomicU64>> {
+    Arc::new((0..clients).map(|_| AtomicU64::new(0)).collect())
+}
+
+fn every_get_found(p: &Phase) -> Check {
+    Check::equal(
+        &format!("{}: every get found its key", p.name),
+        p.hits as i64,
+        p.ops as i64,
+        "gets",
+    )
+}
+
+fn round_trips(
+    counter: &Counter,
+    function: &str,
+    before: Option<i64>,
+    after: Option<i64>,
+    http_calls: u64,
+) -> Option<RoundTrips> {
+    Some(RoundTrips {
+        function: function.to_owned(),
+        source: counter.source_name()?.to_owned(),
+        function_calls: after? - before?,
+        http_calls,
+    })
+}
+
+async fn batch_phase(kv: &Kv, ns: &str, args: &KvArgs, meter: Meter) -> Phase {
+    let (kv, ns, half) = (kv.clone(), ns.to_owned(), u64::from(args.batch / 2));
+    let odd = u64::from(args.batch % 2);
+    let name = format!("broker batch x{}", args.batch);
+    drive(&name, args.clients, args.limit(), meter, move |c, seq| {
+        let (kv, ns) = (kv.clone(), ns.clone());
+        async move {
+            let keys: Vec<String> = (0..half + odd).map(|i| format!("c{c}-{seq}-{i}")).collect();
+            let mut ops: Vec<Value> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| put_op(&ns, k, value(c, seq * 1000 + i as u64)))
+                .collect();
+            ops.extend(keys.iter().take(half as usize).map(|k| get_op(&ns, k)));
+            let n = ops.len();
+            let results = kv.call(ops).await?;
+            let hits = results
+                .iter()
+                .filter(|r| is_true(r, "applied") || is_true(r, "found"))
+                .count();
+            Ok(Tally {
+                ops: n as u64,
+                hits: hits as u64,
+            })
+        }
+    })
+    .await
+}
+
+async fn put_phase(
+    name: &str,
+    kv: &Kv,
+    ns: &str,
+    clients: u32,
+    limit: Limit,
+    meter: Meter,
+    written: Arc<Vec<AtomicU64>>,
+) -> Phase {
+    let (kv, ns) = (kv.clone(), ns.to_owned());
+    drive(name, clients, limit, meter, move |c, seq| {
+        let (kv, ns, written) = (kv.clone(), ns.clone(), written.clone());
+        async move {
+            let results = kv
+                .call(vec![put_op(&ns, &key(c, seq), value(c, seq))])
+                .await?;
+            written[c as usize].fetch_max(seq + 1, Ordering::Relaxed);
+            Ok(Tally {
+                ops: 1,
+                hits: u64::from(is_true(&results[0], "applied")),
+            })
+        }
+    })
+    .await
+}
+
+async fn get_phase(
+    name: &str,
+    kv: &Kv,
+    ns: &str,
+    clients: u32,
+    limit: Limit,
+    meter: Meter,
+    written: Arc<Vec<AtomicU64>>,
+) -> Phase {
+    let (kv, ns) = (kv.clone(), ns.to_owned());
+    drive(name, clients, limit, meter, move |c, seq| {
+        let (kv, ns) = (kv.clone(), ns.clone());
+        let k = key(c, seq % written[c as usize].load(Ordering::Relaxed).max(1));
+        async move {
+            let results = kv.call(vec![get_op(&ns, &k)]).await?;
+            Ok(Tally {
+                ops: 1,
+                hits: u64::from(is_true(&results[0], "found")),
+            })
+        }
+    })
+    .await
+}
+
+/// Rows the broker stored in `ns` against the puts it answered applied.
+async fn stored_rows(admin: &Client, ns: &str, put: &Phase) -> Check {
+    let name = "broker rows = puts answered applied";
+    match admin
+        .query_one(
+            "SELECT count(*) FROM queen.kv WHERE tenant = $1 AND namespace = $2",
+            &[&TENANT, &ns],
+        )
+        .await
+    {
+        Ok(row) => Check::equal(name, row.get(0), put.hits as i64, "rows"),
+        Err(e) => Check::skipped(name, format!("no queen.kv to count: {e}")),
+    }
+}
+
+/// Every client increments one key `--incr-per-client` times; the key's final value must
+/// equal the increments answered applied, and no two answers may carry the same value.
+async fn incr_phase(kv: &Kv, ns: &str, args: &KvArgs, meter: Meter) -> (Phase, Vec<Check>) {
+    let answered = Arc::new(Mutex::new(Vec::new()));
+    let phase = {
+        let (kv, ns, answered) = (kv.clone(), ns.to_owned(), answered.clone());
+        let limit = Limit::OpsPerClient(args.incr_per_client);
+        drive(
+            "broker incr (one key)",
+            args.clients,
+            limit,
+            meter,
+            move |_, _| {
+                let (kv, ns, answered) = (kv.clone(), ns.clone(), answered.clone());
+                async move {
+                    let results = kv.call(vec![incr_op(&ns, "counter")]).await?;
+                    let applied = is_true(&results[0], "applied");
+                    if applied {
+                        let v = results[0]["value"]
+                            .as_i64()
+                            .context("an incr without a number")?;
+                        answered
+                            .lock()
+                            .map_err(|_| anyhow::anyhow!("poisoned"))?
+                            .push(v);
+                    }
+                    Ok(Tally {
+                        ops: 1,
+                        hits: u64::from(applied),
+                    })
+                }
+            },
+        )
+        .await
+    };
+    let name = "counter = increments answered applied";
+    let mut checks = vec![match kv.call(vec![get_op(ns, "counter")]).await {
+        Ok(r) => match r[0]["value"].as_i64() {
+            Some(v) => Check::equal(name, v, phase.hits as i64, "increments"),
+            None => Check::skipped(name, format!("the get answered {}", r[0])),
+        },
+        Err(e) => Check::skipped(name, format!("{e:#}")),
+    }];
+    let values = answered.lock().map(|v| v.clone()).unwrap_or_default();
+    let distinct = values.iter().collect::<HashSet<_>>().len();
+    checks.push(Check::equal(
+        "incr answers carry distinct values",
+        distinct as i64,
+        values.len() as i64,
+        "values",
+    ));
+    (phase, checks)
+}
