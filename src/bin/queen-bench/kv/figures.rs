@@ -217,6 +217,13 @@ fn cell(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
+/// Ops per second, marked `*` when a client stopped on an error (the rate then covers
+/// only the calls answered before it).
+fn rate_cell(p: &Phase) -> String {
+    let mark = if p.failed_clients > 0 { "*" } else { "" };
+    format!("{:.0}{mark}", p.ops_per_s())
+}
+
 fn met(ok: bool) -> &'static str {
     if ok {
         "met"
@@ -245,10 +252,10 @@ pub fn render(f: &Figures) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<24} {:>7} {:>9.0} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+            "{:<24} {:>7} {:>9} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
             p.name,
             p.clients,
-            p.ops_per_s(),
+            rate_cell(p),
             cell(p50, 2),
             cell(p99, 2),
             cell(p.micros_per_op(p.pg_cpu_s), 1),
@@ -261,6 +268,12 @@ pub fn render(f: &Figures) -> String {
         out,
         "(PG us, broker, tool us: CPU microseconds per op of PostgreSQL, the broker, this tool)"
     );
+    if f.phases().iter().any(|p| p.failed_clients > 0) {
+        let _ = writeln!(
+            out,
+            "(* a client stopped on an error: that rate covers only what was answered before)"
+        );
+    }
     for (what, broker, baseline) in [
         ("put", &f.put, &f.baseline_put),
         ("get", &f.get, &f.baseline_get),
@@ -454,7 +467,11 @@ mod tests {
         f.get.failed_clients = 2;
         f.get.first_error = Some("503 busy".to_owned());
         assert!(!f.clean());
-        assert!(render(&f).contains("error: broker get: 2 client(s) stopped; first: 503 busy"));
+        let text = render(&f);
+        assert!(text.contains("error: broker get: 2 client(s) stopped; first: 503 busy"));
+        let get_row = text.lines().find(|l| l.starts_with("broker get")).unwrap();
+        assert!(get_row.contains(" 700* "), "{get_row}");
+        assert!(text.contains("(* a client stopped on an error"), "{text}");
         f.checks = vec![Check::skipped("rows", "no queen.kv table")];
         f.get.failed_clients = 0;
         assert!(f.clean(), "a check that could not run is no failure");
