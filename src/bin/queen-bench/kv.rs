@@ -405,7 +405,12 @@ async fn stored_rows(admin: &Client, ns: &str, put: &Phase) -> Check {
         .await
     {
         Ok(row) => Check::equal(name, row.get(0), put.hits as i64, "rows"),
-        Err(e) => Check::skipped(name, format!("no queen.kv to count: {e}")),
+        Err(e) => {
+            let why = e
+                .as_db_error()
+                .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+            Check::skipped(name, format!("queen.kv cannot be counted here: {why}"))
+        }
     }
 }
 
