@@ -10,16 +10,12 @@
 //! its key, and the shared counter equals the increments answered applied.
 //!
 //! Map: [`args`] (command line), [`drive`] (the load loop and CPU metering), [`http`] (the
-//! broker's routes), [`baseline`] (the table), [`rounds`] (function calls per HTTP call),
-//! [`locks`] (the lock phase), [`figures`] (the arithmetic and the table).
+//! broker's routes), [`baseline`] (the table), [`phases`] (each phase and the checks of
+//! what it left), [`rounds`] (function calls per HTTP call), [`locks`] (the lock phase),
+//! [`figures`] (the arithmetic and the table).
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::Context;
-use serde_json::Value;
 use tokio_postgres::Client;
 
 use crate::pg;
@@ -31,17 +27,19 @@ mod drive;
 mod figures;
 mod http;
 mod locks;
+mod phases;
 mod rounds;
 
 pub use args::KvArgs;
 use baseline::BaselineTable;
-use drive::{drive, Limit, Meter, Tally};
-use figures::{Check, Figures, LocksOutcome, Phase, RoundTrips};
-use http::{get_op, incr_op, is_true, put_op, value, Kv};
+use drive::{Limit, Meter};
+use figures::{Check, Figures, LocksOutcome, RoundTrips};
+use http::Kv;
+use phases::{
+    baseline_get_phase, baseline_put_phase, batch_phase, every_get_found, get_phase, incr_phase,
+    per_client, put_phase, stored_rows,
+};
 use rounds::Counter;
-
-/// The tenant of calls without a token, which the baseline rows carry too.
-const TENANT: &str = "";
 
 /// Runs the measurement, prints its table, writes the JSON file when asked, and fails when
 /// a check failed or a client stopped on an error.
@@ -132,7 +130,7 @@ async fn phases(
     // Batch first, so that the baseline phases give the broker's connections time to
     // report their function counts before the second reading.
     let calls_before = counter.calls(admin, "kv_apply_v1", None).await;
-    let batch = batch_phase(&kv, &names.ns("batch"), args, meter).await;
+    let batch = batch_phase(&kv, &names.ns("batch"), args.batch, clients, limit, meter).await;
     let batch_end = Instant::now();
     checks.push(Check::equal(
         "batch: every put applied, every get found",
@@ -144,27 +142,8 @@ async fn phases(
     let pool = table.clients(config, clients).await?;
     let ns_put = names.ns("put");
     let written = per_client(clients);
-    let baseline_put = {
-        let (pool, ns, written) = (pool.clone(), ns_put.clone(), written.clone());
-        drive(
-            "baseline put",
-            clients,
-            limit,
-            meter.without_broker(),
-            move |c, seq| {
-                let (db, ns, written) = (pool[c as usize].clone(), ns.clone(), written.clone());
-                async move {
-                    let stored = db.put(TENANT, &ns, &key(c, seq), &value(c, seq)).await?;
-                    written[c as usize].fetch_max(seq + 1, Ordering::Relaxed);
-                    Ok(Tally {
-                        ops: 1,
-                        hits: u64::from(stored),
-                    })
-                }
-            },
-        )
-        .await
-    };
+    let baseline_put =
+        baseline_put_phase(&pool, &ns_put, clients, limit, meter, written.clone()).await;
     checks.push(match table.rows(admin, &ns_put).await {
         Ok(rows) => Check::equal(
             "baseline rows = upserts answered",
@@ -174,27 +153,7 @@ async fn phases(
         ),
         Err(e) => Check::skipped("baseline rows = upserts answered", format!("{e:#}")),
     });
-    let baseline_get = {
-        let (pool, ns, written) = (pool.clone(), ns_put.clone(), written.clone());
-        drive(
-            "baseline get",
-            clients,
-            limit,
-            meter.without_broker(),
-            move |c, seq| {
-                let (db, ns) = (pool[c as usize].clone(), ns.clone());
-                let k = key(c, seq % written[c as usize].load(Ordering::Relaxed).max(1));
-                async move {
-                    let found = db.get(TENANT, &ns, &k).await?;
-                    Ok(Tally {
-                        ops: 1,
-                        hits: u64::from(found),
-                    })
-                }
-            },
-        )
-        .await
-    };
+    let baseline_get = baseline_get_phase(&pool, &ns_put, clients, limit, meter, written).await;
     drop(pool);
     checks.push(every_get_found(&baseline_get));
     let calls_after = counter.calls(admin, "kv_apply_v1", Some(batch_end)).await;
@@ -236,7 +195,8 @@ async fn phases(
     .await;
     let latency_get = get_phase("latency get", &kv, &ns_lat, 1, sequential, meter, written).await;
 
-    let (incr, incr_checks) = incr_phase(&kv, &names.ns("incr"), args, meter).await;
+    let (incr, incr_checks) =
+        incr_phase(&kv, &names.ns("incr"), clients, args.incr_per_client, meter).await;
     checks.extend(incr_checks);
 
     let locks = if args.locks {
@@ -281,25 +241,6 @@ async fn phases(
     })
 }
 
-/// The key of a client's `seq`th put (both sides use the same keys).
-fn key(client: u32, seq: u64) -> String {
-    format!("c{client}-{seq}")
-}
-
-/// One counter per client: how many keys it has put (its gets read among them).
-fn per_client(clients: u32) -> Arc<Vec<AtomicU64>> {
-    Arc::new((0..clients).map(|_| AtomicU64::new(0)).collect())
-}
-
-fn every_get_found(p: &Phase) -> Check {
-    Check::equal(
-        &format!("{}: every get found its key", p.name),
-        p.hits as i64,
-        p.ops as i64,
-        "gets",
-    )
-}
-
 fn round_trips(
     counter: &Counter,
     function: &str,
@@ -313,157 +254,4 @@ fn round_trips(
         function_calls: after? - before?,
         http_calls,
     })
-}
-
-async fn batch_phase(kv: &Kv, ns: &str, args: &KvArgs, meter: Meter) -> Phase {
-    let (kv, ns, half) = (kv.clone(), ns.to_owned(), u64::from(args.batch / 2));
-    let odd = u64::from(args.batch % 2);
-    let name = format!("broker batch x{}", args.batch);
-    drive(&name, args.clients, args.limit(), meter, move |c, seq| {
-        let (kv, ns) = (kv.clone(), ns.clone());
-        async move {
-            let keys: Vec<String> = (0..half + odd).map(|i| format!("c{c}-{seq}-{i}")).collect();
-            let mut ops: Vec<Value> = keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| put_op(&ns, k, value(c, seq * 1000 + i as u64)))
-                .collect();
-            ops.extend(keys.iter().take(half as usize).map(|k| get_op(&ns, k)));
-            let n = ops.len();
-            let results = kv.call(ops).await?;
-            let hits = results
-                .iter()
-                .filter(|r| is_true(r, "applied") || is_true(r, "found"))
-                .count();
-            Ok(Tally {
-                ops: n as u64,
-                hits: hits as u64,
-            })
-        }
-    })
-    .await
-}
-
-async fn put_phase(
-    name: &str,
-    kv: &Kv,
-    ns: &str,
-    clients: u32,
-    limit: Limit,
-    meter: Meter,
-    written: Arc<Vec<AtomicU64>>,
-) -> Phase {
-    let (kv, ns) = (kv.clone(), ns.to_owned());
-    drive(name, clients, limit, meter, move |c, seq| {
-        let (kv, ns, written) = (kv.clone(), ns.clone(), written.clone());
-        async move {
-            let results = kv
-                .call(vec![put_op(&ns, &key(c, seq), value(c, seq))])
-                .await?;
-            written[c as usize].fetch_max(seq + 1, Ordering::Relaxed);
-            Ok(Tally {
-                ops: 1,
-                hits: u64::from(is_true(&results[0], "applied")),
-            })
-        }
-    })
-    .await
-}
-
-async fn get_phase(
-    name: &str,
-    kv: &Kv,
-    ns: &str,
-    clients: u32,
-    limit: Limit,
-    meter: Meter,
-    written: Arc<Vec<AtomicU64>>,
-) -> Phase {
-    let (kv, ns) = (kv.clone(), ns.to_owned());
-    drive(name, clients, limit, meter, move |c, seq| {
-        let (kv, ns) = (kv.clone(), ns.clone());
-        let k = key(c, seq % written[c as usize].load(Ordering::Relaxed).max(1));
-        async move {
-            let results = kv.call(vec![get_op(&ns, &k)]).await?;
-            Ok(Tally {
-                ops: 1,
-                hits: u64::from(is_true(&results[0], "found")),
-            })
-        }
-    })
-    .await
-}
-
-/// Rows the broker stored in `ns` against the puts it answered applied.
-async fn stored_rows(admin: &Client, ns: &str, put: &Phase) -> Check {
-    let name = "broker rows = puts answered applied";
-    match admin
-        .query_one(
-            "SELECT count(*) FROM queen.kv WHERE tenant = $1 AND namespace = $2",
-            &[&TENANT, &ns],
-        )
-        .await
-    {
-        Ok(row) => Check::equal(name, row.get(0), put.hits as i64, "rows"),
-        Err(e) => {
-            let why = e
-                .as_db_error()
-                .map_or_else(|| e.to_string(), |d| d.message().to_owned());
-            Check::skipped(name, format!("queen.kv cannot be counted here: {why}"))
-        }
-    }
-}
-
-/// Every client increments one key `--incr-per-client` times; the key's final value must
-/// equal the increments answered applied, and no two answers may carry the same value.
-async fn incr_phase(kv: &Kv, ns: &str, args: &KvArgs, meter: Meter) -> (Phase, Vec<Check>) {
-    let answered = Arc::new(Mutex::new(Vec::new()));
-    let phase = {
-        let (kv, ns, answered) = (kv.clone(), ns.to_owned(), answered.clone());
-        let limit = Limit::OpsPerClient(args.incr_per_client);
-        drive(
-            "broker incr (one key)",
-            args.clients,
-            limit,
-            meter,
-            move |_, _| {
-                let (kv, ns, answered) = (kv.clone(), ns.clone(), answered.clone());
-                async move {
-                    let results = kv.call(vec![incr_op(&ns, "counter")]).await?;
-                    let applied = is_true(&results[0], "applied");
-                    if applied {
-                        let v = results[0]["value"]
-                            .as_i64()
-                            .context("an incr without a number")?;
-                        answered
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .push(v);
-                    }
-                    Ok(Tally {
-                        ops: 1,
-                        hits: u64::from(applied),
-                    })
-                }
-            },
-        )
-        .await
-    };
-    let name = "counter = increments answered applied";
-    let mut checks = vec![match kv.call(vec![get_op(ns, "counter")]).await {
-        Ok(r) => match r[0]["value"].as_i64() {
-            Some(v) => Check::equal(name, v, phase.hits as i64, "increments"),
-            None => Check::skipped(name, format!("the get answered {}", r[0])),
-        },
-        Err(e) => Check::skipped(name, format!("{e:#}")),
-    }];
-    let values = answered.lock().map(|v| v.clone()).unwrap_or_default();
-    let distinct = values.iter().collect::<HashSet<_>>().len();
-    checks.push(Check::equal(
-        "incr answers carry distinct values",
-        distinct as i64,
-        values.len() as i64,
-        "values",
-    ));
-    (phase, checks)
 }
