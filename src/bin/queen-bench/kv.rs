@@ -45,10 +45,7 @@ use rounds::Counter;
 /// a check failed or a client stopped on an error.
 pub async fn main(args: KvArgs) -> anyhow::Result<()> {
     args.validate().map_err(anyhow::Error::msg)?;
-    let figures = tokio::select! {
-        f = run(&args) => f?,
-        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted"),
-    };
+    let figures = run(&args).await?;
     print!("{}", figures::render(&figures));
     if let Some(path) = &args.out {
         std::fs::write(path, serde_json::to_vec_pretty(&figures)?)?;
@@ -89,7 +86,12 @@ async fn run(args: &KvArgs) -> anyhow::Result<Figures> {
     };
     let table = BaselineTable::create(&admin).await?;
     let counter = Counter::start(&admin).await;
-    let outcome = phases(args, &base, &config, &admin, &table, &counter, meter).await;
+    // Ctrl-C ends the phases but not the cleanup: track_functions is reset, the baseline
+    // table dropped, and a broker this tool started stopped.
+    let outcome = tokio::select! {
+        o = phases(args, &base, &config, &admin, &table, &counter, meter) => o,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+    };
     counter.finish(&admin).await;
     if let Err(e) = table.drop_all(&admin).await {
         eprintln!("queen-bench: {e:#}");
