@@ -32,6 +32,9 @@ pub enum Command {
     /// Park many long-poll pops on a broker and measure what they cost: memory per parked
     /// pop against idle keep-alive connections, idle CPU, and wake latency.
     Parked(Box<crate::parked::ParkedArgs>),
+    /// The key/value route (single ops, batches, latency, increments, and with --locks
+    /// lock cycles) against a plain PostgreSQL table of the same shape, in the same run.
+    Kv(Box<crate::kv::KvArgs>),
 }
 
 /// One scenario.
@@ -294,7 +297,7 @@ mod tests {
             .command
         {
             Command::Run(r) => r.validate().map(|()| *r),
-            Command::Report(_) | Command::Reads(_) | Command::Parked(_) => {
+            Command::Report(_) | Command::Reads(_) | Command::Parked(_) | Command::Kv(_) => {
                 Err("parsed as another command".to_owned())
             }
         }

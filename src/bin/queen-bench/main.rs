@@ -8,13 +8,15 @@
 //! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
 //! [`reads`] is the offset-read comparison (`queen-bench reads`), [`parked`] what parked
-//! long-polls cost (`queen-bench parked`).
+//! long-polls cost (`queen-bench parked`), [`kv`] the key/value route against a plain
+//! table (`queen-bench kv`).
 
 mod args;
 mod baseline;
 mod broker;
 mod ceiling;
 mod cpu;
+mod kv;
 mod parked;
 mod pg;
 mod phase;
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Report(report_args) => report::write(&report_args),
         Command::Reads(reads_args) => on_runtime(reads::run(&reads_args)),
         Command::Parked(parked_args) => on_runtime(parked::main(*parked_args)),
+        Command::Kv(kv_args) => on_runtime(kv::main(*kv_args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
