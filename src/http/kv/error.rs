@@ -3,7 +3,9 @@
 //! for its tier-3 routes (it branches on `error`, and keeps `reason` and `detail` for the
 //! caller). Both routes answer it, so it is one type.
 //!
-//! A 5xx is answered only when nothing of the batch was applied, since the client sends a
+//! A call over the broker's limit of concurrent database work (no limiter permit within the
+//! pool timeout) answers 429 `overloaded` with `Retry-After`, which the client retries in
+//! place; nothing was applied. A 5xx is answered only when nothing of the batch was applied, since the client sends a
 //! call again after a 5xx and an `incr` must not count twice; a batch whose commit is in
 //! doubt answers 409 `kv_outcome_unknown`, which the client does not resend.
 
@@ -104,12 +106,19 @@ impl From<ApiError> for KvError {
 impl From<KvApplyError> for KvError {
     fn from(e: KvApplyError) -> Self {
         match e {
+            KvApplyError::NotApplied(crate::db::DbError::PoolExhausted) => {
+                warn!("kv or locks call refused: no limiter permit within the pool timeout");
+                Self::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "overloaded",
+                    "busy",
+                    "the broker has as many database calls in flight as it allows; nothing \
+                     was applied; retry after the Retry-After seconds"
+                        .into(),
+                )
+            }
             KvApplyError::NotApplied(db) => {
-                if matches!(db, crate::db::DbError::PoolExhausted) {
-                    warn!(error = %db, "kv or locks call refused");
-                } else {
-                    error!(error = ?db, "kv or locks call failed; nothing applied");
-                }
+                error!(error = ?db, "kv or locks call failed; nothing applied");
                 Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
@@ -139,7 +148,10 @@ impl ResponseError for KvError {
 
     fn error_response(&self) -> HttpResponse {
         let mut answer = HttpResponse::build(self.status);
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        if matches!(
+            self.status,
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+        ) {
             answer.insert_header((header::RETRY_AFTER, "1"));
         }
         answer.json(json!({

@@ -24,6 +24,7 @@ use crate::http::state::AppState;
         (status = 403, description = "a write without the read-write role; nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
         (status = 409, description = "`kv_outcome_unknown`: the connection broke after the call was sent", body = crate::http::openapi::kv_schemas::KvErrorBody),
         (status = 413, description = "over a size bound (256 ops, 1024 keys, 512-byte keys, 64 KiB values); nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
+        (status = 429, description = "`overloaded`: as many database calls in flight as the broker allows; nothing applied; `Retry-After`", body = crate::http::openapi::kv_schemas::KvErrorBody),
         (status = 503, description = "the database could not take the call; nothing applied; `Retry-After`", body = crate::http::openapi::kv_schemas::KvErrorBody)
     )
 )]
@@ -53,6 +54,12 @@ pub async fn kv(
             .body(r#"{"results":[]}"#));
     }
     let tenant = state.tenant(&req);
+    // A storm of calls queues here, not inside PostgreSQL (see `crate::limiter`).
+    let _permit = state
+        .broker
+        .permit()
+        .await
+        .map_err(crate::db::kv::KvApplyError::NotApplied)?;
     let mut conn = state
         .broker
         .db

@@ -24,6 +24,7 @@ use crate::http::state::AppState;
         (status = 400, description = "a malformed call (`locks_bad_name`, `locks_ttl_required`, `locks_bad_token`, `locks_unknown_op`, `locks_duplicate_in_call`, ...); nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
         (status = 403, description = "an acquire, renew or release without the read-write role; nothing applied", body = crate::http::openapi::kv_schemas::KvErrorBody),
         (status = 409, description = "`kv_outcome_unknown`: the connection broke after the call was sent", body = crate::http::openapi::kv_schemas::KvErrorBody),
+        (status = 429, description = "`overloaded`: as many database calls in flight as the broker allows; nothing applied; `Retry-After`", body = crate::http::openapi::kv_schemas::KvErrorBody),
         (status = 503, description = "the database could not take the call; nothing applied; `Retry-After`", body = crate::http::openapi::kv_schemas::KvErrorBody)
     )
 )]
@@ -53,6 +54,12 @@ pub async fn locks(
             .body(r#"{"results":[]}"#));
     }
     let tenant = state.tenant(&req);
+    // A storm of calls queues here, not inside PostgreSQL (see `crate::limiter`).
+    let _permit = state
+        .broker
+        .permit()
+        .await
+        .map_err(crate::db::kv::KvApplyError::NotApplied)?;
     let mut conn = state
         .broker
         .db
