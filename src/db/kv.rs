@@ -2,6 +2,7 @@
 //! batch in, its whole answer out, in one round trip.
 
 use serde_json::Value;
+use tokio_postgres::types::ToSql;
 use tracing::instrument;
 
 use crate::db::{DbError, PgConn};
@@ -49,11 +50,22 @@ pub(crate) async fn call_json(
     tenant: &str,
     ops: &Value,
 ) -> Result<String, KvApplyError> {
+    call_text(conn, op, sql, &[&tenant, ops]).await
+}
+
+/// Runs `sql`, one statement in its own transaction answering one text column, and splits
+/// its failures into [`KvApplyError`]'s two kinds.
+pub(crate) async fn call_text(
+    conn: &mut PgConn,
+    op: &'static str,
+    sql: &'static str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<String, KvApplyError> {
     let st = conn
         .statement(op, sql)
         .await
         .map_err(KvApplyError::NotApplied)?;
-    let row = conn.client().query_one(&st, &[&tenant, ops]).await;
+    let row = conn.client().query_one(&st, params).await;
     match row {
         Ok(row) => Ok(row.get(0)),
         Err(source) => {

@@ -14,6 +14,7 @@ pub mod embedded;
 pub mod error;
 pub mod groups;
 pub mod kv;
+pub mod kv_single;
 pub mod lease;
 pub mod locks;
 pub mod pool;

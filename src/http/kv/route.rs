@@ -1,13 +1,15 @@
 //! `POST /api/v1/kv`: `{"operations": [op, ...]}` in, `{"results": [...]}` out,
 //! index-aligned. The whole batch is checked before anything runs (a 4xx changes nothing)
 //! and then applied in one statement, `queen.kv_apply_v1`, which is one transaction: ops in
-//! order, reads seeing the batch's earlier writes, verdicts as 200 fields.
+//! order, reads seeing the batch's earlier writes, verdicts as 200 fields. A lone `get` or
+//! unconditional `put` takes a plain statement of its own (`db/kv_single.rs`).
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 
 use super::error::KvError;
 use crate::db::kv::apply;
+use crate::db::kv_single;
 use crate::domain::kv::parse_ops;
 use crate::http::body::read_body;
 use crate::http::state::AppState;
@@ -66,7 +68,10 @@ pub async fn kv(
         .conn()
         .await
         .map_err(crate::db::kv::KvApplyError::NotApplied)?;
-    let answer = apply(&mut conn, tenant.as_str(), &batch).await?;
+    let answer = match kv_single::apply(&mut conn, tenant.as_str(), &batch).await {
+        Some(single) => single?,
+        None => apply(&mut conn, tenant.as_str(), &batch).await?,
+    };
     drop(conn);
     Ok(HttpResponse::Ok()
         .content_type("application/json")
