@@ -7,7 +7,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::support::fixtures::configure;
+use crate::support::fixtures::{configure, sql_count};
 use crate::support::qpf1::{self, Answer};
 use crate::support::TestBroker;
 
@@ -165,8 +165,10 @@ async fn a_framed_fetch_decodes_to_the_json_records_entry_by_entry() {
     // Act
     let json = fetch_json(&b, &entries, 8 << 20).await;
     let answer = fetch_framed(&b, &entries, 8 << 20).await;
+    let cursors = sql_count(&b, "SELECT count(*) FROM queen.log_consumers").await;
 
     // Assert
+    assert_eq!(cursors, 0, "a framed fetch wrote a cursor");
     assert_eq!(
         (
             answer.queue.as_str(),
@@ -298,5 +300,29 @@ async fn a_framed_fetch_of_an_encrypted_queue_ships_opened_payloads() {
     assert_eq!(payloads[..3], secrets[2..]);
     assert_eq!(payloads[3], json!({"card": "4111-5"}));
     assert_eq!(framed[0].1, json_records(&json[0]));
+    b.stop().await;
+}
+
+/// A `frames` value that is not a boolean is a 400 naming it, with a JSON body.
+#[actix_rt::test]
+async fn a_malformed_frames_flag_is_a_400_naming_it() {
+    // Arrange
+    let b = TestBroker::start().await;
+    push_numbered(&b, "ff", "p", 0, 2).await;
+
+    // Act
+    let (status, body) = b
+        .post(
+            "/api/v1/fetch?frames=maybe",
+            &json!({"entries": [ask("ff", "p", 0)]}),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.to_string().contains("frames must be true or false"),
+        "{body}"
+    );
     b.stop().await;
 }

@@ -319,6 +319,38 @@ mod tests {
     }
 
     #[test]
+    fn a_sealed_segment_opens_to_raw_plaintext_frames_and_needs_the_key() {
+        let key = PayloadKey::from_hex(&"ab".repeat(32)).unwrap();
+        let mut builder = SegmentBuilder::new();
+        let ids: Vec<Uuid> = (0..2).map(|_| Uuid::now_v7()).collect();
+        for (id, payload) in ids.iter().zip([&b"{\"s\":1}"[..], b"[2]"]) {
+            let sealed = key.seal(id, payload);
+            builder
+                .push_sealed(&NewFrame {
+                    message_id: *id,
+                    trace_id: None,
+                    transaction_id: "t",
+                    producer: None,
+                    payload: &sealed,
+                })
+                .unwrap();
+        }
+        let blob = builder.finish(1).unwrap();
+        assert_eq!(blob.codec, Codec::SealedZstd);
+
+        let raw = opened_frames(blob.codec, &blob.bytes, Some(&key)).unwrap();
+        let frames: Vec<_> = FrameIter::new(&raw).collect::<Result<_, _>>().unwrap();
+        assert!(frames.iter().all(|f| f.flags & FLAG_ENCRYPTED == 0));
+        let payloads: Vec<&[u8]> = frames.iter().map(|f| f.payload).collect();
+        assert_eq!(payloads, [&b"{\"s\":1}"[..], b"[2]"]);
+        assert_eq!(frames[1].message_id, ids[1]);
+        assert!(matches!(
+            opened_frames(blob.codec, &blob.bytes, None),
+            Err(FramedError::Seal(_))
+        ));
+    }
+
+    #[test]
     fn a_segment_with_a_stamped_producer_ships_raw_frames_carrying_it() {
         let (slice, _) = slice(Some("alice"));
         let delivery = Delivery {
