@@ -30,8 +30,8 @@ const MAX_CALL_SEGMENTS: i32 = 10_000;
     request_body = crate::http::openapi::read_schemas::FetchBody,
     params(crate::http::openapi::params::FetchQuery),
     responses(
-        (status = 200, description = "JSON (framed with `frames=true`: `application/x-queen-pop`, a `QPF1` body whose own keys are `{entries: [{queue, partition, partitionId, highWatermark, logStartOffset, recordCount, nextOffset?, error?}]}` and whose claims carry the stored segments whole, one claim per entry with records, budgets counted in stored bytes; wire contract 3.1): one answer entry per asked entry, in order: `{entries: [{queue, partition, partitionId, highWatermark, logStartOffset, records: [{offset, transactionId, payload, ts}], nextOffset?, error?: OFFSET_OUT_OF_RANGE | UNKNOWN_TOPIC_OR_PARTITION}]}`", body = Object),
-        (status = 400, description = "bad input (more than 1024 entries, a malformed entry)", body = crate::http::openapi::schemas::ErrorBody),
+        (status = 200, description = "one answer entry per asked entry, in order: `{entries: [{queue, partition, partitionId, highWatermark, logStartOffset, records: [{offset, transactionId, payload, ts}], nextOffset?, error?: OFFSET_OUT_OF_RANGE | UNKNOWN_TOPIC_OR_PARTITION}]}`; with `frames=true`, `application/x-queen-pop`: a `QPF1` body (wire contract 3.1) whose own keys are `{entries: [{queue, partition, partitionId, highWatermark, logStartOffset, recordCount, nextOffset?, error?}]}` and whose claims, one per entry with records, carry the stored segments whole, budgets counted in stored bytes", body = Object),
+        (status = 400, description = "bad input (more than 1024 entries, a malformed entry, a `frames` that is not a boolean)", body = crate::http::openapi::schemas::ErrorBody),
         (status = 500, description = "database or storage failure", body = crate::http::openapi::schemas::ErrorBody)
     )
 )]
