@@ -75,6 +75,7 @@ mod push_single_append;
 mod queue_ttl;
 mod reads_changed;
 mod reads_fetch;
+mod reads_fetch_framed;
 mod retention;
 mod retention_concurrency;
 mod retention_dedup;

@@ -91,6 +91,62 @@ pub fn decode(body: &[u8]) -> anyhow::Result<Answer> {
     Ok(Answer { lease_id, messages })
 }
 
+/// One claim of a framed answer, counted from its record heads only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// The claim's partition name.
+    pub partition: String,
+    /// First delivered offset.
+    pub start: u64,
+    /// Messages of its records inside `start ..= end`.
+    pub delivered: u64,
+}
+
+/// The claims of an answer with the messages each delivers, counted as a raw `SELECT`
+/// counts them (record heads: base offset and message count), no record opened or
+/// decompressed; anything malformed or left over is an error.
+pub fn spans(body: &[u8]) -> anyhow::Result<Vec<Span>> {
+    let mut c = Cursor(body);
+    ensure!(c.take(4)? == b"QPF1", "not a QPF1 answer");
+    match c.u8()? {
+        0 => {}
+        1 => {
+            let own_keys = c.u32()? as usize;
+            c.take(own_keys)?;
+        }
+        v => bail!("QPF1 version {v}"),
+    }
+    for _ in 0..3 {
+        c.str16()?;
+    }
+    let mut out = Vec::new();
+    for _ in 0..c.u32()? {
+        let _partition_id = c.u64()?;
+        let partition = c.str16()?.to_owned();
+        let start = c.u64()?;
+        let end = c.u64()?;
+        let _attempt = c.u32()?;
+        let mut delivered = 0;
+        for _ in 0..c.u32()? {
+            let base = c.u64()?;
+            let _created_at_us = c.u64()?;
+            let count = u64::from(c.u32()?);
+            let _codec = c.u8()?;
+            let len = c.u32()? as usize;
+            c.take(len)?;
+            let (first, last) = (base.max(start), (base + count).min(end + 1));
+            delivered += last.saturating_sub(first);
+        }
+        out.push(Span {
+            partition,
+            start,
+            delivered,
+        });
+    }
+    ensure!(c.0.is_empty(), "{} bytes after the last claim", c.0.len());
+    Ok(out)
+}
+
 /// The transaction id and payload of one stored frame (after its `body_len`).
 fn frame_fields(frame: &[u8]) -> anyhow::Result<(&str, &[u8])> {
     let mut f = Cursor(frame);
@@ -257,6 +313,26 @@ mod tests {
 
         assert_eq!(txns(&a), vec![("1", "t")]);
         assert_eq!(a.messages[0].payload, b"[1]");
+    }
+
+    #[test]
+    fn spans_count_the_window_from_record_heads_without_opening_records() {
+        let mut body = answer_head(1);
+        claim_head(&mut body, 9, 4, 8, 2);
+        // Records the decoder never opens: garbage bytes under an unknown codec.
+        for (base, count) in [(3u64, 2u32), (5, 6)] {
+            body.extend_from_slice(&base.to_le_bytes());
+            body.extend_from_slice(&0i64.to_le_bytes());
+            body.extend_from_slice(&count.to_le_bytes());
+            body.push(9);
+            body.extend_from_slice(&3u32.to_le_bytes());
+            body.extend_from_slice(b"???");
+        }
+        let got = spans(&body).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].start, got[0].delivered), (4, 5));
+        body.push(0);
+        assert!(spans(&body).is_err());
     }
 
     #[test]

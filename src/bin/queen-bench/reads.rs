@@ -1,9 +1,11 @@
 //! `queen-bench reads`: offset reads against consuming, on the same backlog in the same run.
 //!
 //! Pushes a backlog of `--partitions` partitions × `--per-partition` messages (segments of
-//! `--batch` messages), then reads all of it three ways, each with `--clients` concurrent
+//! `--batch` messages), then reads all of it four ways, each with `--clients` concurrent
 //! clients over a disjoint share of the partitions: `POST /api/v1/fetch` (one entry per
 //! partition of the client's share, each entry's `maxBytes` sized for `--batch` records),
+//! the same calls framed (`?frames=true`: the stored segments passed through, messages
+//! counted from the record heads as the raw SELECT counts them, nothing decoded),
 //! pop+ack in queue mode (`batch=--batch`, then `ack/batch`), and a raw `SELECT` of the
 //! same segment rows straight from PostgreSQL (`--batch`-message segments, the blobs only,
 //! nothing decoded). Prints messages per second of each and the ratios.
@@ -16,6 +18,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::pg;
+use crate::qpf1;
 use crate::spawn::{default_binary, SpawnedBroker};
 
 /// `reads`' options.
@@ -69,6 +72,7 @@ pub async fn run(args: &ReadsArgs) -> anyhow::Result<()> {
 
     load(&http, &base, &queue, &names, args).await?;
     let fetch_s = timed(|| fetch_all(&http, &base, &queue, &names, args)).await?;
+    let framed_s = timed(|| framed_fetch_all(&http, &base, &queue, &names, args)).await?;
     let pg = Arc::new(pg::connect(&pg::parse_config(&database_url)?).await?);
     let select_s = timed(|| select_all(&pg, &queue, args)).await?;
     let pop_s = timed(|| pop_ack_all(&http, &base, &queue, total, args)).await?;
@@ -82,6 +86,10 @@ pub async fn run(args: &ReadsArgs) -> anyhow::Result<()> {
         "fetch       {:>12.0} msg/s  ({fetch_s:.2} s)",
         rate(fetch_s)
     );
+    println!(
+        "framed fetch{:>12.0} msg/s  ({framed_s:.2} s)",
+        rate(framed_s)
+    );
     println!("pop+ack     {:>12.0} msg/s  ({pop_s:.2} s)", rate(pop_s));
     println!(
         "raw SELECT  {:>12.0} msg/s  ({select_s:.2} s)",
@@ -89,6 +97,8 @@ pub async fn run(args: &ReadsArgs) -> anyhow::Result<()> {
     );
     println!("fetch / pop+ack    {:.2}x", pop_s / fetch_s);
     println!("fetch / raw SELECT {:.2}x", select_s / fetch_s);
+    println!("framed fetch / pop+ack    {:.2}x", pop_s / framed_s);
+    println!("framed fetch / raw SELECT {:.2}x", select_s / framed_s);
     // The database connection first: the broker's stop takes its PostgreSQL down.
     drop(pg);
     drop(spawned);
@@ -191,6 +201,60 @@ async fn fetch_all(
                 }
             }
             ensure!(read == share.len() * want as usize, "fetch read {read}");
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
+/// Reads every partition by offset to its end, framed: the same calls as [`fetch_all`]
+/// with `frames=true`, each claim's messages counted from its record heads.
+async fn framed_fetch_all(
+    http: &reqwest::Client,
+    base: &str,
+    queue: &str,
+    names: &[String],
+    args: &ReadsArgs,
+) -> anyhow::Result<()> {
+    let entry_bytes = (args.batch * (args.payload_bytes + 120)) as i64;
+    let mut tasks = Vec::new();
+    for share in shares(names, args.clients) {
+        let (http, url, queue) = (
+            http.clone(),
+            format!("{base}/api/v1/fetch?frames=true"),
+            queue.to_owned(),
+        );
+        let want = args.per_partition as i64;
+        let index: std::collections::HashMap<String, usize> = share
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.clone(), i))
+            .collect();
+        tasks.push(tokio::spawn(async move {
+            let mut next = vec![0i64; share.len()];
+            let mut read = 0usize;
+            while next.iter().any(|n| *n < want) {
+                let entries: Vec<Value> = share
+                    .iter()
+                    .zip(&next)
+                    .map(|(p, o)| json!({"queue": queue, "partition": p, "offset": o, "maxBytes": entry_bytes}))
+                    .collect();
+                let body = json!({"entries": entries, "maxBytes": 16 << 20});
+                let answer = http.post(&url).header("content-type", "application/json")
+                        .body(serde_json::to_vec(&body)?).send().await?.bytes().await?;
+                let spans = qpf1::spans(&answer).context("framed fetch answer")?;
+                ensure!(!spans.is_empty(), "a framed fetch delivered nothing");
+                for span in spans {
+                    let i = *index.get(&span.partition).context("a claim of no entry")?;
+                    ensure!(span.start as i64 == next[i], "claim starts at {}", span.start);
+                    next[i] += span.delivered as i64;
+                    read += span.delivered as usize;
+                }
+            }
+            ensure!(read == share.len() * want as usize, "framed fetch read {read}");
             anyhow::Ok(())
         }));
     }

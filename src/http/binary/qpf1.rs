@@ -1,13 +1,18 @@
-//! The `QPF1` framed pop answer (wire contract §2.5), written from the claimed segments.
+//! The `QPF1` framed answer (wire contract §2.5): the one writer of the pop's framed answer
+//! and of the framed fetch (`http::reads::fetch_framed`), and the pop's answer built on it.
 //!
-//! Stored blobs ship as they are: one record per segment slice, whole, with the claim's
-//! `start`/`end` (inclusive) marking which of its messages this delivery holds, so a claim
-//! that starts or ends mid-segment needs no re-slicing. The one exception is a segment with
-//! a producer stamped in its row: its frames are rewritten with the producer and shipped raw
-//! (codec 0), since the frames of a compressed blob cannot be changed in place.
+//! Stored blobs ship as they are: one record per segment, whole, with the claim's
+//! `start`/`end` (inclusive) marking which of its messages this answer holds, so a claim
+//! that starts or ends mid-segment needs no re-slicing. The exceptions are rewritten to raw
+//! frames (codec 0), since the frames of a compressed blob cannot be changed in place: a
+//! segment with a producer stamped in its row (its frames get the producer) and a sealed
+//! one a caller opens (its frames get their plaintext payloads, see [`opened_frames`]).
+
+use chrono::{DateTime, Utc};
 
 use crate::log::pop::Delivery;
-use crate::segment::{open_blob, BlobError, Codec, FrameIter, NewFrame};
+use crate::segment::frame::FLAG_ENCRYPTED;
+use crate::segment::{open_blob, BlobError, Codec, FrameIter, NewFrame, PayloadKey, SealError};
 
 /// The framed answer's content type (defined, though not checked, by the clients).
 pub const CONTENT_TYPE: &str = "application/x-queen-pop";
@@ -22,12 +27,113 @@ pub enum FramedError {
     /// A stored segment could not be opened.
     #[error("stored segment could not be read")]
     Blob(#[from] BlobError),
+    /// A sealed payload could not be opened.
+    #[error(transparent)]
+    Seal(#[from] SealError),
     /// A string longer than its `u16` length prefix allows.
     #[error("{0} is longer than 65535 bytes")]
     TooLong(&'static str),
     /// A record longer than its `u32` length allows.
     #[error("segment is larger than 4 GiB")]
     TooLarge,
+}
+
+/// What precedes the claims: the own-keys JSON object (or empty) and the answer's identity.
+pub struct Header<'a> {
+    /// The JSON object of the answer's keys besides its messages, or empty.
+    pub own_keys: &'a [u8],
+    /// The queue of the claims.
+    pub queue: &'a str,
+    /// The lease of the claims (empty without one).
+    pub lease_id: &'a str,
+    /// The consumer group (empty without one).
+    pub group: &'a str,
+    /// How many claims follow.
+    pub claims: usize,
+}
+
+/// A claim's head: one partition's delivered offsets `start..=end` and how many records
+/// (stored segments) follow it.
+pub struct ClaimHead<'a> {
+    /// The partition's id.
+    pub partition_id: i64,
+    /// The partition's name.
+    pub partition: &'a str,
+    /// First delivered offset.
+    pub start: i64,
+    /// Last delivered offset (inclusive).
+    pub end: i64,
+    /// The delivery attempt (0 where there is no lease).
+    pub delivery_attempt: i32,
+    /// How many records follow.
+    pub records: usize,
+}
+
+/// A record's head: the stored segment's offsets and time.
+pub struct RecordHead {
+    /// Offset of its first message.
+    pub base_offset: i64,
+    /// When the push that wrote it was stored (timestamptz keeps microseconds, so the
+    /// record time is the stored one).
+    pub created_at: DateTime<Utc>,
+    /// Messages it holds.
+    pub msg_count: i32,
+}
+
+/// A `QPF1` body being written: [`Writer::new`] with the header, then per claim
+/// [`Writer::claim`] followed by its [`Writer::record`]s, then [`Writer::finish`]. The
+/// caller writes as many claims and records as it announced.
+pub struct Writer {
+    out: Vec<u8>,
+}
+
+impl Writer {
+    /// Starts a body with room for `capacity` bytes.
+    pub fn new(capacity: usize, header: &Header<'_>) -> Result<Self, FramedError> {
+        let mut out = Vec::with_capacity(capacity + header.own_keys.len() + 64);
+        out.extend_from_slice(MAGIC);
+        out.push(VERSION);
+        u32_len(&mut out, header.own_keys.len())?;
+        out.extend_from_slice(header.own_keys);
+        string(&mut out, header.queue, "queue")?;
+        string(&mut out, header.lease_id, "leaseId")?;
+        string(&mut out, header.group, "consumerGroup")?;
+        u32_len(&mut out, header.claims)?;
+        Ok(Writer { out })
+    }
+
+    /// Starts a claim.
+    pub fn claim(&mut self, head: &ClaimHead<'_>) -> Result<(), FramedError> {
+        let out = &mut self.out;
+        out.extend_from_slice(&(head.partition_id as u64).to_le_bytes());
+        string(out, head.partition, "partition")?;
+        out.extend_from_slice(&(head.start as u64).to_le_bytes());
+        out.extend_from_slice(&(head.end as u64).to_le_bytes());
+        out.extend_from_slice(&(head.delivery_attempt as u32).to_le_bytes());
+        u32_len(out, head.records)
+    }
+
+    /// Appends a record of the current claim: `bytes` are the segment in `codec`.
+    pub fn record(
+        &mut self,
+        head: &RecordHead,
+        codec: Codec,
+        bytes: &[u8],
+    ) -> Result<(), FramedError> {
+        let out = &mut self.out;
+        out.extend_from_slice(&(head.base_offset as u64).to_le_bytes());
+        out.extend_from_slice(&head.created_at.timestamp_micros().to_le_bytes());
+        out.extend_from_slice(&(head.msg_count as u32).to_le_bytes());
+        out.push(codec.as_i16() as u8);
+        u32_len(out, bytes.len())?;
+        out.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// The finished body.
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
 }
 
 /// Writes a delivery as a `QPF1` body. Slices of one partition are consecutive in a
@@ -43,65 +149,83 @@ pub fn framed_answer(
     let claims: Vec<&[_]> = slices
         .chunk_by(|a, b| a.partition_id == b.partition_id)
         .collect();
-    let mut out = Vec::with_capacity(slices.iter().map(|s| s.blob.len() + 64).sum::<usize>() + 64);
-    out.extend_from_slice(MAGIC);
-    out.push(VERSION);
-    u32_len(&mut out, own_keys.len())?;
-    out.extend_from_slice(own_keys);
-    let queue = slices.first().map_or("", |s| s.queue.as_str());
-    string(&mut out, queue, "queue")?;
-    string(&mut out, &delivery.lease_id, "leaseId")?;
-    string(&mut out, group, "consumerGroup")?;
-    u32_len(&mut out, claims.len())?;
-
+    let header = Header {
+        own_keys,
+        queue: slices.first().map_or("", |s| s.queue.as_str()),
+        lease_id: &delivery.lease_id,
+        group,
+        claims: claims.len(),
+    };
+    let mut writer = Writer::new(
+        slices.iter().map(|s| s.blob.len() + 64).sum::<usize>(),
+        &header,
+    )?;
     for claim in claims {
         let (first, last) = (&claim[0], &claim[claim.len() - 1]);
         // start/end are what the slices deliver, exactly as the JSON answer renders them.
-        let start = first.base_offset + i64::from(first.start_idx);
-        let end = last.base_offset + i64::from(last.start_idx) + i64::from(last.take) - 1;
-        out.extend_from_slice(&(first.partition_id as u64).to_le_bytes());
-        string(&mut out, &first.partition, "partition")?;
-        out.extend_from_slice(&(start as u64).to_le_bytes());
-        out.extend_from_slice(&(end as u64).to_le_bytes());
-        out.extend_from_slice(&(first.delivery_attempt as u32).to_le_bytes());
-        u32_len(&mut out, claim.len())?;
+        writer.claim(&ClaimHead {
+            partition_id: first.partition_id,
+            partition: &first.partition,
+            start: first.base_offset + i64::from(first.start_idx),
+            end: last.base_offset + i64::from(last.start_idx) + i64::from(last.take) - 1,
+            delivery_attempt: first.delivery_attempt,
+            records: claim.len(),
+        })?;
         for slice in claim {
-            out.extend_from_slice(&(slice.base_offset as u64).to_le_bytes());
-            // timestamptz keeps microseconds, so the record time is the stored one.
-            out.extend_from_slice(&slice.created_at.timestamp_micros().to_le_bytes());
-            out.extend_from_slice(&(slice.msg_count as u32).to_le_bytes());
+            let head = RecordHead {
+                base_offset: slice.base_offset,
+                created_at: slice.created_at,
+                msg_count: slice.msg_count,
+            };
             let codec = Codec::from_i16(slice.codec)?;
             match slice.producer.as_deref() {
-                None => record(&mut out, codec, &slice.blob)?,
+                None => writer.record(&head, codec, &slice.blob)?,
                 Some(producer) => {
-                    let raw = stamped(codec, &slice.blob, producer)?;
-                    record(&mut out, Codec::Raw, &raw)?;
+                    let raw = rewritten(codec, &slice.blob, Some(producer), None)?;
+                    writer.record(&head, Codec::Raw, &raw)?;
                 }
             }
         }
     }
-    Ok(out)
+    Ok(writer.finish())
 }
 
-fn record(out: &mut Vec<u8>, codec: Codec, bytes: &[u8]) -> Result<(), FramedError> {
-    out.push(codec.as_i16() as u8);
-    u32_len(out, bytes.len())?;
-    out.extend_from_slice(bytes);
-    Ok(())
+/// The raw frames (codec 0) of a sealed segment with every payload opened with `key`: a
+/// framed answer never ships ciphertext (the clients refuse frame flag 4).
+pub fn opened_frames(
+    codec: Codec,
+    blob: &[u8],
+    key: Option<&PayloadKey>,
+) -> Result<Vec<u8>, FramedError> {
+    rewritten(codec, blob, None, Some(key.ok_or(SealError::Unopenable)?))
 }
 
-/// The segment's frames with the row's producer applied where a frame carries none.
-fn stamped(codec: Codec, blob: &[u8], producer: &str) -> Result<Vec<u8>, FramedError> {
+/// The segment's frames re-encoded: the row's `producer` applied where a frame carries
+/// none, and sealed payloads opened with `key` when one is given.
+fn rewritten(
+    codec: Codec,
+    blob: &[u8],
+    producer: Option<&str>,
+    key: Option<&PayloadKey>,
+) -> Result<Vec<u8>, FramedError> {
     let frames = open_blob(codec, blob)?;
     let mut out = Vec::with_capacity(frames.len() + 64);
     for frame in FrameIter::new(&frames) {
         let frame = frame.map_err(BlobError::from)?;
+        let opened;
+        let payload = match key {
+            Some(key) if frame.flags & FLAG_ENCRYPTED != 0 => {
+                opened = key.open(&frame.message_id, frame.payload)?;
+                opened.as_slice()
+            }
+            _ => frame.payload,
+        };
         NewFrame {
             message_id: frame.message_id,
             trace_id: frame.trace_id,
             transaction_id: frame.transaction_id,
-            producer: frame.producer.or(Some(producer)),
-            payload: frame.payload,
+            producer: frame.producer.or(producer),
+            payload,
         }
         .encode(&mut out)
         .map_err(BlobError::from)?;
@@ -192,6 +316,38 @@ mod tests {
         );
         assert_eq!(out[CODEC_AT], 1);
         assert_eq!(&out[CODEC_AT + 5..], &bytes[..]);
+    }
+
+    #[test]
+    fn a_sealed_segment_opens_to_raw_plaintext_frames_and_needs_the_key() {
+        let key = PayloadKey::from_hex(&"ab".repeat(32)).unwrap();
+        let mut builder = SegmentBuilder::new();
+        let ids: Vec<Uuid> = (0..2).map(|_| Uuid::now_v7()).collect();
+        for (id, payload) in ids.iter().zip([&b"{\"s\":1}"[..], b"[2]"]) {
+            let sealed = key.seal(id, payload);
+            builder
+                .push_sealed(&NewFrame {
+                    message_id: *id,
+                    trace_id: None,
+                    transaction_id: "t",
+                    producer: None,
+                    payload: &sealed,
+                })
+                .unwrap();
+        }
+        let blob = builder.finish(1).unwrap();
+        assert_eq!(blob.codec, Codec::SealedZstd);
+
+        let raw = opened_frames(blob.codec, &blob.bytes, Some(&key)).unwrap();
+        let frames: Vec<_> = FrameIter::new(&raw).collect::<Result<_, _>>().unwrap();
+        assert!(frames.iter().all(|f| f.flags & FLAG_ENCRYPTED == 0));
+        let payloads: Vec<&[u8]> = frames.iter().map(|f| f.payload).collect();
+        assert_eq!(payloads, [&b"{\"s\":1}"[..], b"[2]"]);
+        assert_eq!(frames[1].message_id, ids[1]);
+        assert!(matches!(
+            opened_frames(blob.codec, &blob.bytes, None),
+            Err(FramedError::Seal(_))
+        ));
     }
 
     #[test]

@@ -49,6 +49,15 @@ pub struct PopQuery {
     task: Option<String>,
 }
 
+/// `POST /api/v1/fetch` parameters.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FetchQuery {
+    /// Answer the framed `QPF1` body (`application/x-queen-pop`): the stored segments
+    /// whole, budgets counted in stored bytes.
+    frames: Option<bool>,
+}
+
 /// A page of a listing.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]

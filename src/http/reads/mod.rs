@@ -4,11 +4,12 @@
 //! Both are read-only: they take a pooled connection and no limiter permit, write no lease,
 //! cursor or statistics, and never meet a group actor. The SQL is `db::reads`'; this module
 //! parses the bodies ([`fetch_request`], [`changed_request`]) and renders the answers
-//! ([`fetch_render`]). README "Offset reads and partition discovery" lists the choices the
+//! ([`fetch_render`], or framed, [`fetch_framed`]). README "Offset reads and partition discovery" lists the choices the
 //! contract left open.
 
 pub mod changed;
 pub mod changed_request;
 pub mod fetch;
+pub mod fetch_framed;
 pub mod fetch_render;
 pub mod fetch_request;
