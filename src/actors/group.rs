@@ -220,6 +220,7 @@ impl Actor for GroupActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        heap_return::actor_started();
         ctx.run_interval(self.idle_stop / 4, |actor, ctx| {
             if actor.idle() {
                 ctx.stop();
