@@ -690,6 +690,21 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                 );
                 (status, body)
             }
+            ("GET", "/api/v1/resources/kv/{namespace}") => {
+                let secret = json!({"operations": [{"op": "put", "ns": "listed", "key": "k",
+                                                    "value": "alpha-secret", "forever": true}]});
+                let (stored, body) = alpha.post("/api/v1/kv", &secret).await;
+                assert_eq!(stored, StatusCode::OK, "{what}: {body}");
+                let (status, body) = beta.get("/api/v1/resources/kv/listed").await;
+                assert_eq!(body["rows"], json!([]), "{what}: {body}");
+                let (_, listed) = beta.get("/api/v1/resources/kv").await;
+                let names: Vec<&Value> = listed["namespaces"]
+                    .as_array()
+                    .map(|l| l.iter().map(|n| &n["namespace"]).collect())
+                    .unwrap_or_default();
+                assert!(!names.contains(&&json!("listed")), "{what}: {listed}");
+                (status, body)
+            }
             ("GET", "/console/assets/{file}" | "/console/{view:.*}") => continue, // static files
             (m, p) => panic!("route {m} {p} is not walked by this test: add it"),
         };
