@@ -2,7 +2,6 @@
 //! batch in, its whole answer out, in one round trip.
 
 use serde_json::Value;
-use tokio_postgres::types::ToSql;
 use tracing::instrument;
 
 use crate::db::{DbError, PgConn};
@@ -26,6 +25,10 @@ pub enum KvApplyError {
     /// batch may or may not have committed.
     #[error("{0}")]
     InDoubt(DbError),
+    /// The statement ran and its answer could not be read (not the shape this broker
+    /// writes it for): the database and the broker disagree.
+    #[error("{0}")]
+    Unreadable(&'static str),
 }
 
 /// Runs the batch for `tenant` and answers the function's jsonb as JSON text:
@@ -50,32 +53,28 @@ pub(crate) async fn call_json(
     tenant: &str,
     ops: &Value,
 ) -> Result<String, KvApplyError> {
-    call_text(conn, op, sql, &[&tenant, ops]).await
-}
-
-/// Runs `sql`, one statement in its own transaction answering one text column, and splits
-/// its failures into [`KvApplyError`]'s two kinds.
-pub(crate) async fn call_text(
-    conn: &mut PgConn,
-    op: &'static str,
-    sql: &'static str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<String, KvApplyError> {
     let st = conn
         .statement(op, sql)
         .await
         .map_err(KvApplyError::NotApplied)?;
-    let row = conn.client().query_one(&st, params).await;
-    match row {
+    match conn.client().query_one(&st, &[&tenant, ops]).await {
         Ok(row) => Ok(row.get(0)),
-        Err(source) => {
-            // The statement runs in its own transaction: see `DbError::server_answered`.
-            let error = conn.note(DbError::query(op, source));
-            Err(if error.server_answered() {
-                KvApplyError::NotApplied(error)
-            } else {
-                KvApplyError::InDoubt(error)
-            })
-        }
+        Err(source) => Err(failed(conn, op, source)),
+    }
+}
+
+/// What a failed statement that ran in its own transaction means to a client that
+/// resends: nothing applied when the server answered the error, outcome unknown when the
+/// connection failed after sending (see `DbError::server_answered`).
+pub(crate) fn failed(
+    conn: &mut PgConn,
+    op: &'static str,
+    source: tokio_postgres::Error,
+) -> KvApplyError {
+    let error = conn.note(DbError::query(op, source));
+    if error.server_answered() {
+        KvApplyError::NotApplied(error)
+    } else {
+        KvApplyError::InDoubt(error)
     }
 }

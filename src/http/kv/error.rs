@@ -126,6 +126,15 @@ impl From<KvApplyError> for KvError {
                     "the database could not take the call; nothing was applied".into(),
                 )
             }
+            KvApplyError::Unreadable(what) => {
+                error!(what, "kv call's answer could not be read");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "unreadable_answer",
+                    format!("the database's answer could not be read: {what}"),
+                )
+            }
             KvApplyError::InDoubt(db) => {
                 error!(error = ?db, "kv or locks call lost its connection; outcome unknown");
                 Self::new(

@@ -5,13 +5,12 @@
 //! unconditional `put` takes a plain statement of its own (`db/kv_single.rs`).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::Value;
 
+use super::call;
 use super::error::KvError;
 use crate::db::kv::apply;
 use crate::db::kv_single;
 use crate::domain::kv::parse_ops;
-use crate::http::body::read_body;
 use crate::http::state::AppState;
 
 /// The handler.
@@ -35,45 +34,21 @@ pub async fn kv(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, KvError> {
-    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
-    let call: Value = serde_json::from_slice(&body)
-        .map_err(|e| KvError::bad_request("json", format!("invalid JSON body: {e}")))?;
-    let Some(operations) = call.get("operations") else {
-        return Err(KvError::bad_request(
-            "operations",
-            "the body must be {\"operations\": [op, ...]}",
-        ));
-    };
-    let batch = parse_ops(operations)?;
+    let operations = call::operations(&state, payload, "operations").await?;
+    let batch = parse_ops(&operations)?;
     if batch.writes() && !state.can_write(&req) {
         return Err(KvError::read_only(
             "this call writes keys: that needs the read-write role",
         ));
     }
     if batch.ops.is_empty() {
-        return Ok(HttpResponse::Ok()
-            .content_type("application/json")
-            .body(r#"{"results":[]}"#));
+        return Ok(call::nothing());
     }
     let tenant = state.tenant(&req);
-    // A storm of calls queues here, not inside PostgreSQL (see `crate::limiter`).
-    let _permit = state
-        .broker
-        .permit()
-        .await
-        .map_err(crate::db::kv::KvApplyError::NotApplied)?;
-    let mut conn = state
-        .broker
-        .db
-        .conn()
-        .await
-        .map_err(crate::db::kv::KvApplyError::NotApplied)?;
+    let (_permit, mut conn) = call::connection(&state).await?;
     let answer = match kv_single::apply(&mut conn, tenant.as_str(), &batch).await {
         Some(single) => single?,
         None => apply(&mut conn, tenant.as_str(), &batch).await?,
     };
-    drop(conn);
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(answer))
+    Ok(call::answer(answer))
 }

@@ -4,12 +4,10 @@
 //! (one refused op undoes nothing) and their verdicts are 200 fields.
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::Value;
 
-use crate::db::kv::KvApplyError;
 use crate::db::locks::apply;
 use crate::domain::locks::parse_ops;
-use crate::http::body::read_body;
+use crate::http::kv::call;
 use crate::http::kv::error::KvError;
 use crate::http::state::AppState;
 
@@ -33,42 +31,19 @@ pub async fn locks(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, KvError> {
-    let body = read_body(payload, state.broker.config.http.max_body_bytes).await?;
-    let call: Value = serde_json::from_slice(&body)
-        .map_err(|e| KvError::bad_request("json", format!("invalid JSON body: {e}")))?;
-    let Some(operations) = call.get("operations") else {
-        return Err(KvError::bad_request(
-            "locks_operations",
-            "the body must be {\"operations\": [op, ...]}",
-        ));
-    };
-    let batch = parse_ops(operations)?;
+    let operations = call::operations(&state, payload, "locks_operations").await?;
+    let batch = parse_ops(&operations)?;
     if batch.writes() && !state.can_write(&req) {
         return Err(KvError::read_only(
             "acquire, renew and release need the read-write role; get needs read-only",
         ));
     }
     if batch.ops.is_empty() {
-        return Ok(HttpResponse::Ok()
-            .content_type("application/json")
-            .body(r#"{"results":[]}"#));
+        return Ok(call::nothing());
     }
     let tenant = state.tenant(&req);
-    // A storm of calls queues here, not inside PostgreSQL (see `crate::limiter`).
-    let _permit = state
-        .broker
-        .permit()
-        .await
-        .map_err(crate::db::kv::KvApplyError::NotApplied)?;
-    let mut conn = state
-        .broker
-        .db
-        .conn()
-        .await
-        .map_err(KvApplyError::NotApplied)?;
-    let answer = apply(&mut conn, tenant.as_str(), &batch).await?;
-    drop(conn);
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(answer))
+    let (_permit, mut conn) = call::connection(&state).await?;
+    Ok(call::answer(
+        apply(&mut conn, tenant.as_str(), &batch).await?,
+    ))
 }
