@@ -18,7 +18,7 @@
 //! does. A sealed segment is opened and ships as raw frames (codec 0): a framed answer
 //! never carries ciphertext.
 
-use super::fetch_render::{RenderError, OUT_OF_RANGE, UNKNOWN};
+use super::fetch_render::{entry_error, entry_head, one_per_entry, RenderError};
 use super::fetch_request::FetchRequest;
 use crate::db::reads::fetch::FetchedEntry;
 use crate::http::binary::qpf1::{opened_frames, ClaimHead, Header, RecordHead, Writer};
@@ -45,14 +45,7 @@ pub fn framed_answer(
     fetched: &[FetchedEntry],
     key: Option<&PayloadKey>,
 ) -> Result<Vec<u8>, RenderError> {
-    if fetched.len() != request.entries.len() {
-        return Err(format!(
-            "the database answered {} entries for {} asked",
-            fetched.len(),
-            request.entries.len()
-        )
-        .into());
-    }
+    one_per_entry(request, fetched)?;
     let spans = request
         .entries
         .iter()
@@ -116,11 +109,8 @@ fn span(offset: i64, got: &FetchedEntry) -> Result<Span, RenderError> {
         start: offset,
         end: offset - 1,
     };
-    if !got.queue_known {
-        return Ok(nothing(Some(UNKNOWN)));
-    }
-    if offset < got.log_start || offset > got.high_watermark {
-        return Ok(nothing(Some(OUT_OF_RANGE)));
+    if let Some(error) = entry_error(offset, got) {
+        return Ok(nothing(Some(error)));
     }
     let mut next = offset;
     for segment in &got.segments {
@@ -149,23 +139,7 @@ fn own_keys(request: &FetchRequest, fetched: &[FetchedEntry], spans: &[Span]) ->
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(b"{\"queue\":");
-        string(&mut out, ask.queue.as_str());
-        out.extend_from_slice(b",\"partition\":");
-        string(&mut out, ask.partition.as_str());
-        out.extend_from_slice(b",\"partitionId\":");
-        match got.partition_id {
-            Some(id) => {
-                out.push(b'"');
-                number(&mut out, id);
-                out.push(b'"');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(b",\"highWatermark\":");
-        number(&mut out, got.high_watermark);
-        out.extend_from_slice(b",\"logStartOffset\":");
-        number(&mut out, got.log_start);
+        entry_head(&mut out, ask, got);
         out.extend_from_slice(b",\"recordCount\":");
         number(&mut out, span.count().max(0));
         match span.error {

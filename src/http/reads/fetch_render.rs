@@ -10,7 +10,7 @@
 
 use std::io::Write;
 
-use super::fetch_request::FetchRequest;
+use super::fetch_request::{FetchEntry, FetchRequest};
 use crate::db::reads::fetch::FetchedEntry;
 use crate::http::json_out::{number, string};
 use crate::segment::frame::FLAG_ENCRYPTED;
@@ -31,14 +31,7 @@ pub fn answer(
     fetched: &[FetchedEntry],
     key: Option<&PayloadKey>,
 ) -> Result<Vec<u8>, RenderError> {
-    if fetched.len() != request.entries.len() {
-        return Err(format!(
-            "the database answered {} entries for {} asked",
-            fetched.len(),
-            request.entries.len()
-        )
-        .into());
-    }
+    one_per_entry(request, fetched)?;
     let mut out = Vec::with_capacity(
         fetched
             .iter()
@@ -57,29 +50,11 @@ pub fn answer(
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(b"{\"queue\":");
-        string(&mut out, ask.queue.as_str());
-        out.extend_from_slice(b",\"partition\":");
-        string(&mut out, ask.partition.as_str());
-        out.extend_from_slice(b",\"partitionId\":");
-        match got.partition_id {
-            Some(id) => write!(out, "\"{id}\"").expect("vec write"),
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(b",\"highWatermark\":");
-        number(&mut out, got.high_watermark);
-        out.extend_from_slice(b",\"logStartOffset\":");
-        number(&mut out, got.log_start);
-        if !got.queue_known {
-            out.extend_from_slice(b",\"error\":\"");
-            out.extend_from_slice(UNKNOWN.as_bytes());
-            out.extend_from_slice(b"\",\"records\":[]}");
-            continue;
-        }
-        if ask.offset < got.log_start || ask.offset > got.high_watermark {
-            out.extend_from_slice(b",\"error\":\"");
-            out.extend_from_slice(OUT_OF_RANGE.as_bytes());
-            out.extend_from_slice(b"\",\"records\":[]}");
+        entry_head(&mut out, ask, got);
+        if let Some(error) = entry_error(ask.offset, got) {
+            out.extend_from_slice(b",\"error\":");
+            string(&mut out, error);
+            out.extend_from_slice(b",\"records\":[]}");
             continue;
         }
         out.extend_from_slice(b",\"records\":[");
@@ -90,6 +65,49 @@ pub fn answer(
     }
     out.extend_from_slice(b"]}");
     Ok(out)
+}
+
+/// Refuses a database answer with other than one entry per asked entry.
+pub fn one_per_entry(request: &FetchRequest, fetched: &[FetchedEntry]) -> Result<(), RenderError> {
+    if fetched.len() == request.entries.len() {
+        return Ok(());
+    }
+    Err(format!(
+        "the database answered {} entries for {} asked",
+        fetched.len(),
+        request.entries.len()
+    )
+    .into())
+}
+
+/// Opens an entry's object with what every answer entry carries, JSON or framed: `queue`,
+/// `partition`, `partitionId`, `highWatermark`, `logStartOffset`.
+pub fn entry_head(out: &mut Vec<u8>, ask: &FetchEntry, got: &FetchedEntry) {
+    out.extend_from_slice(b"{\"queue\":");
+    string(out, ask.queue.as_str());
+    out.extend_from_slice(b",\"partition\":");
+    string(out, ask.partition.as_str());
+    out.extend_from_slice(b",\"partitionId\":");
+    match got.partition_id {
+        Some(id) => write!(out, "\"{id}\"").expect("vec write"),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"highWatermark\":");
+    number(out, got.high_watermark);
+    out.extend_from_slice(b",\"logStartOffset\":");
+    number(out, got.log_start);
+}
+
+/// The entry-level error of reading from `offset`: an unknown queue, or an offset outside
+/// `logStartOffset..=highWatermark`; `None` when the entry reads.
+pub fn entry_error(offset: i64, got: &FetchedEntry) -> Option<&'static str> {
+    if !got.queue_known {
+        Some(UNKNOWN)
+    } else if offset < got.log_start || offset > got.high_watermark {
+        Some(OUT_OF_RANGE)
+    } else {
+        None
+    }
 }
 
 /// What is left of the call's budget, and whether anything was delivered yet.
