@@ -6,7 +6,7 @@
 -- it; a stopping holder hands it over with queen.sweeper_release_v1.
 --
 -- Locks: the row stays locked to the caller's COMMIT, so a batch run in the same
--- transaction (queen.retention_segments_v1, queen.retention_rows_v1,
+-- transaction (queen.retention_segments_v2, queen.retention_rows_v1,
 -- queen.retention_idle_v1, queen.retention_kv_v1) can never overlap another node's: the
 -- other node waits for the commit, then sees a live lease that is not its own. No
 -- notifications.

@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("066_group_last_seen.sql"),
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
+    migration!("073_drop_release_old_functions.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -115,7 +116,6 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_register_group_at_v1.sql"),
     function!("log_register_group_v1.sql"),
     function!("log_render_failed_v1.sql"),
-    function!("log_resolve_offsets_v1.sql"),
     function!("log_resolve_offsets_v2.sql"),
     function!("log_seed_cursor_v1.sql"),
     function!("message_get_v1.sql"),
@@ -142,7 +142,6 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("retention_idle_v1.sql"),
     function!("retention_kv_v1.sql"),
     function!("retention_rows_v1.sql"),
-    function!("retention_segments_v1.sql"),
     function!("retention_segments_v2.sql"),
     function!("segment_txn_keys.sql"),
     function!("set_maintenance_v1.sql"),
