@@ -116,6 +116,7 @@ pub struct App {
     refresher: tokio::task::JoinHandle<()>,
     sweeper: tokio::task::JoinHandle<()>,
     sweeper_id: String,
+    fire_loop: tokio::task::JoinHandle<()>,
     replay: Option<tokio::task::JoinHandle<()>>,
     actors: Arbiter,
     embedded: Option<EmbeddedPostgres>,
@@ -149,6 +150,9 @@ impl App {
         }
         self.sweeper.abort();
         let _ = self.sweeper.await;
+        // A fire stopped here rolls back: its timers stay for the next node.
+        self.fire_loop.abort();
+        let _ = self.fire_loop.await;
         retention::release(&self.broker, &self.sweeper_id).await;
         self.mesh.stop();
         self.actors.stop();
@@ -233,6 +237,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         config: Arc::new(config.clone()),
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
+        timers: Default::default(),
         this: this.clone(),
         encrypted_queues: Default::default(),
         dedup: Arc::new(DedupWindows::new(config.push.dedup_max_entries)),
@@ -251,6 +256,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     let replay = spool.map(|spool| crate::spool::replay::spawn(broker.clone(), spool));
     let sweeper_id = format!("{}/{}", config.mesh.node_id, uuid::Uuid::new_v4());
     let sweeper = retention::spawn(broker.clone(), sweeper_id.clone());
+    let fire_loop = crate::timers::spawn(broker.clone());
     let state = AppState {
         broker: broker.clone(),
         gate,
@@ -297,6 +303,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         refresher,
         sweeper,
         sweeper_id,
+        fire_loop,
         replay,
         actors,
         embedded,

@@ -62,6 +62,9 @@ pub struct Broker {
     /// Cancelled when the broker starts to stop: parked pops answer empty at once and
     /// readiness turns false, so a load balancer sends new work elsewhere.
     pub draining: CancellationToken,
+    /// The earliest due time of a timer scheduled on this node, for the fire loop
+    /// (`crate::timers`).
+    pub timers: crate::timers::wake::TimerWake,
 }
 
 impl Broker {

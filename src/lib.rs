@@ -93,3 +93,4 @@ pub mod segment;
 pub mod shutdown;
 pub mod spool;
 pub mod telemetry;
+pub mod timers;

@@ -13,6 +13,7 @@ pub mod exposition;
 pub mod latency;
 pub mod retention;
 pub mod sql_spans;
+pub mod timers;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -76,6 +77,8 @@ pub struct Metrics {
     pub acks_itemized: AtomicU64,
     /// What the retention sweeper did on this node.
     pub retention: retention::SweepStats,
+    /// What the timers' fire loop did on this node.
+    pub timers: timers::TimerStats,
 }
 
 impl Metrics {
@@ -122,6 +125,7 @@ impl Metrics {
                 "itemized": get(&self.acks_itemized),
             },
             "retention": self.retention.to_json(),
+            "timers": self.timers.to_json(),
             "wakes": {
                 "push": get(&self.wakes_push),
                 "peer": get(&self.wakes_peer),

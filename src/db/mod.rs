@@ -25,6 +25,7 @@ pub mod reads;
 pub mod retention;
 pub mod schema;
 pub mod system;
+pub mod timers;
 pub mod tls;
 pub mod transaction;
 

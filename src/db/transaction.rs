@@ -10,8 +10,10 @@ use tokio_postgres::{Statement, Transaction};
 
 use super::ack::{self, AckAnswer, AckDurability, AckItem, AckStatements, AckTarget};
 use super::push::{self, AppendOutcome, AppendStatements, PartitionAppend};
+use super::timers::ClaimedTimer;
 use super::{DbError, PgConn};
 use crate::domain::kv::KvBatch;
+use crate::domain::timers::TimerBatch;
 
 /// Work that must see only committed data: run by [`DataTransaction::commit`] after the
 /// commit succeeded, dropped unrun by a rollback (or a drop).
@@ -31,6 +33,8 @@ pub struct DataTransaction<'c> {
     ack: AckStatements,
     lease: Statement,
     kv: Statement,
+    timers: Statement,
+    claim: Statement,
 }
 
 impl<'c> DataTransaction<'c> {
@@ -42,6 +46,12 @@ impl<'c> DataTransaction<'c> {
         let lease = conn.statement("lease_require_v2", LEASE_REQUIRE).await?;
         let kv = conn
             .statement("kv_apply_v1", super::kv::APPLY_VALUE)
+            .await?;
+        let timers = conn
+            .statement("timers_apply_v1", super::timers::APPLY_VALUE)
+            .await?;
+        let claim = conn
+            .statement("timers_claim_v1", super::timers::CLAIM)
             .await?;
         let tx = conn
             .client()
@@ -56,6 +66,8 @@ impl<'c> DataTransaction<'c> {
             ack,
             lease,
             kv,
+            timers,
+            claim,
         })
     }
 
@@ -128,6 +140,32 @@ impl<'c> DataTransaction<'c> {
             .await
             .map_err(|e| DbError::query("kv_apply_v1", e))?;
         Ok(row.get(0))
+    }
+
+    /// Runs a timers batch with `queen.timers_apply_v1` inside this transaction and
+    /// answers the function's object, `{"results": [...]}`.
+    pub async fn timers(
+        &self,
+        tenant: &str,
+        batch: &TimerBatch,
+    ) -> Result<serde_json::Value, DbError> {
+        let row = self
+            .tx
+            .query_one(&self.timers, &[&tenant, &batch.to_sql_json()])
+            .await
+            .map_err(|e| DbError::query("timers_apply_v1", e))?;
+        Ok(row.get(0))
+    }
+
+    /// Claims (deletes) up to `limit` due timers with `queen.timers_claim_v1`: they are
+    /// gone when this transaction commits and back when it rolls back.
+    pub async fn claim_timers(&self, limit: i32) -> Result<Vec<ClaimedTimer>, DbError> {
+        let rows = self
+            .tx
+            .query(&self.claim, &[&limit])
+            .await
+            .map_err(|e| DbError::query("timers_claim_v1", e))?;
+        Ok(rows.iter().map(ClaimedTimer::from_row).collect())
     }
 
     /// Runs `work` when, and only when, this transaction commits: for what a caller learned

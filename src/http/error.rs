@@ -120,7 +120,9 @@ impl From<TransactionError> for ApiError {
             TransactionError::CommitInDoubt(_) => ApiError::Conflict(format!(
                 "{e}; the bundle may have been applied: read before sending it again"
             )),
-            e @ TransactionError::KvAnswer => ApiError::Corrupt(Box::new(e)),
+            e @ (TransactionError::KvAnswer | TransactionError::TimersAnswer) => {
+                ApiError::Corrupt(Box::new(e))
+            }
         }
     }
 }

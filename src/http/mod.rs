@@ -38,5 +38,6 @@ pub mod routes;
 pub mod slashes;
 pub mod state;
 pub mod system;
+pub mod timers;
 pub mod timing;
 pub mod transaction;

@@ -6,7 +6,7 @@ use actix_web::web;
 use super::fallback::{method_not_allowed, no_route};
 use super::{
     ack, admin, configure, console, health, kv, lease, locks, metrics, openapi, pop, push, reads,
-    system, timing, transaction,
+    system, timers, timing, transaction,
 };
 
 /// The route table.
@@ -93,6 +93,25 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/api/v1/locks")
             .app_data(timing::Route("/api/v1/locks"))
             .route(web::post().to(locks::route::locks))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/timers")
+            .app_data(timing::Route("/api/v1/timers"))
+            .route(web::post().to(timers::route::timers))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/timers/{queue}")
+            .app_data(timing::Route("/api/v1/timers/{queue}"))
+            .route(web::get().to(timers::list::list))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/timers/{queue}/{timer_key:.*}")
+            .app_data(timing::Route("/api/v1/timers/{queue}/{timer_key:.*}"))
+            .route(web::get().to(timers::key::peek))
+            .route(web::delete().to(timers::key::cancel))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

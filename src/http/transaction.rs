@@ -18,6 +18,7 @@ use super::error::ApiError;
 use super::push::{self, RawItem};
 use super::state::AppState;
 use crate::domain::kv::{parse_ops, KvBatch, KvOpKind};
+use crate::domain::timers::{parse_ops as parse_timer_ops, TimerBatch};
 use crate::log::transaction::{
     apply, Bundle, BundleAck, BundleOutcome, KvPrecondition, OpResult, Operation,
 };
@@ -171,7 +172,10 @@ fn counts(answer: &mut Value) {
         ("duplicate", count("push", Some("duplicate"))),
         ("acked", count("ack", None)),
     ];
-    let kv: Vec<Value> = results.into_iter().filter(|r| r["type"] == "kv").collect();
+    let kv: Vec<Value> = results
+        .into_iter()
+        .filter(|r| r["type"] == "kv" || r["type"] == "timer")
+        .collect();
     if let Value::Object(fields) = answer {
         fields.remove("results");
         for (k, v) in totals {
@@ -200,7 +204,7 @@ fn parse(body: &[u8]) -> Result<Bundle, ApiError> {
         operations,
         required_leases: leases(raw.required_leases)?,
         kv: kv_rider(raw.kv)?,
-        timer_ops: rider_len("timers", raw.timers)?,
+        timers: timers_rider(raw.timers)?,
     })
 }
 
@@ -281,11 +285,13 @@ fn kv_rider(value: Option<Value>) -> Result<KvBatch, ApiError> {
     Ok(batch)
 }
 
-fn rider_len(name: &str, value: Option<Value>) -> Result<usize, ApiError> {
+/// The `timers` rider, checked exactly as `POST /api/v1/timers` checks a call, or a 400
+/// naming it.
+fn timers_rider(value: Option<Value>) -> Result<TimerBatch, ApiError> {
     match value {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::Array(ops)) => Ok(ops.len()),
-        Some(_) => Err(ApiError::bad_request(format!("{name} must be an array"))),
+        None | Some(Value::Null) => Ok(TimerBatch::default()),
+        Some(ops) => parse_timer_ops(&ops)
+            .map_err(|e| ApiError::bad_request(format!("timers: {} ({})", e.detail, e.reason))),
     }
 }
 
@@ -355,8 +361,13 @@ fn result(index: usize, r: &OpResult) -> Value {
             "leaseReleased": verdict.lease_released,
             "dlq": verdict.dlq,
         }),
-        OpResult::Kv(answer) => {
-            let mut out = json!({ "index": index, "type": "kv" });
+        OpResult::Kv(answer) | OpResult::Timer(answer) => {
+            let kind = if matches!(r, OpResult::Kv(_)) {
+                "kv"
+            } else {
+                "timer"
+            };
+            let mut out = json!({ "index": index, "type": kind });
             if let (Value::Object(out), Value::Object(fields)) = (&mut out, answer) {
                 out.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
             }

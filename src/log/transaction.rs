@@ -1,5 +1,5 @@
-//! Transaction bundles: pushes, acks and the `kv` rider applied in one PostgreSQL
-//! transaction, all or nothing, behind the `requiredLeases` fence.
+//! Transaction bundles: pushes, acks, the `kv` rider and the `timers` rider applied in one
+//! PostgreSQL transaction, all or nothing, behind the `requiredLeases` fence.
 //!
 //! The bundle arrives parsed (from the JSON body today, from the binary `QTB1` body later),
 //! so this file owns only the meaning: lease borrowing, the flat result index space, what
@@ -16,6 +16,7 @@ use crate::db::ack::AckVerdict;
 use crate::db::transaction::DataTransaction;
 use crate::db::{DbError, PgConn};
 use crate::domain::kv::KvBatch;
+use crate::domain::timers::TimerBatch;
 use crate::domain::{ConsumerGroup, PushItem, PushOutcome, Tenant};
 use crate::log::ack::{self, Ack};
 use crate::log::push::announce;
@@ -27,11 +28,9 @@ use crate::spool::order::{self, Held};
 
 mod kv_rider;
 mod plan;
+mod timers_rider;
 
 use plan::{Plan, Step};
-
-/// The answer text of a bundle carrying a `timers` rider (durable timers are not built yet).
-pub const TIMERS_UNSUPPORTED: &str = "timers are not supported by this broker";
 
 /// Whole attempts of a bundle that met a deadlock or serialisation failure. Everything is
 /// rolled back before the next attempt, so a retry cannot apply anything twice; three
@@ -68,8 +67,9 @@ pub struct Bundle {
     /// transaction, after the lease fence and before the operations; their slots follow
     /// the operations' in the flat index space.
     pub kv: KvBatch,
-    /// Ops of the `timers` rider: the bundle is refused whole when non-zero.
-    pub timer_ops: usize,
+    /// The `timers` rider: schedules, reschedules and cancels run in the same transaction,
+    /// after the `kv` rider; their slots follow the `kv` rider's in the flat index space.
+    pub timers: TimerBatch,
 }
 
 /// The result of one slot of the flat index space.
@@ -86,6 +86,8 @@ pub enum OpResult {
     },
     /// One op of the `kv` rider: the object `queen.kv_apply_v1` answered for it.
     Kv(Value),
+    /// One op of the `timers` rider: the object `queen.timers_apply_v1` answered for it.
+    Timer(Value),
 }
 
 /// How a bundle ended.
@@ -155,6 +157,9 @@ pub enum TransactionError {
     /// the function and this broker disagree. Rolled back.
     #[error("kv_apply_v1 answered no result per op")]
     KvAnswer,
+    /// `queen.timers_apply_v1` answered no result for every op. Rolled back.
+    #[error("timers_apply_v1 answered no result per op")]
+    TimersAnswer,
 }
 
 impl From<PushError> for TransactionError {
@@ -179,13 +184,6 @@ pub async fn apply(
 ) -> Result<BundleOutcome, TransactionError> {
     let transaction_id = Uuid::now_v7();
     let plan = Plan::new(bundle);
-    if bundle.timer_ops > 0 {
-        return Ok(BundleOutcome::RolledBack {
-            transaction_id,
-            error: TIMERS_UNSUPPORTED.to_owned(),
-            failed_index: Some(plan.slots + bundle.kv.ops.len()),
-        });
-    }
     // The spool's order: checked before anything is prepared or locked. A bundle without
     // pushes appends nothing and is never held.
     order::check(
@@ -199,7 +197,11 @@ pub async fn apply(
             })
             .map(|item| (&item.queue, &item.partition)),
     )?;
-    if bundle.operations.is_empty() && plan.leases.is_empty() && bundle.kv.ops.is_empty() {
+    if bundle.operations.is_empty()
+        && plan.leases.is_empty()
+        && bundle.kv.ops.is_empty()
+        && bundle.timers.ops.is_empty()
+    {
         return Ok(BundleOutcome::Committed {
             transaction_id,
             results: Vec::new(),
@@ -222,6 +224,7 @@ pub async fn apply(
         let work = Work {
             plan: &plan,
             kv: &bundle.kv,
+            timers: &bundle.timers,
             prepared: &prepared,
             zstd_level,
         };
@@ -242,6 +245,9 @@ pub async fn apply(
     Ok(match verdict {
         Verdict::Commit(results) => {
             announce(broker, tenant, &plan, &results);
+            if let Some(delay_ms) = bundle.timers.earliest_delay_ms() {
+                broker.timers.due_in(delay_ms);
+            }
             BundleOutcome::Committed {
                 transaction_id,
                 results,
@@ -281,6 +287,7 @@ enum Verdict {
 struct Work<'a> {
     plan: &'a Plan,
     kv: &'a KvBatch,
+    timers: &'a TimerBatch,
     /// One per step, `None` for ack steps.
     prepared: &'a [Option<PreparedPush>],
     zstd_level: i32,
@@ -300,7 +307,7 @@ async fn run(
             tx.commit().await.map_err(|e| {
                 // A KV write (an `incr`) must not be applied twice by a resend: a commit
                 // whose answer never came is in doubt, not failed.
-                if work.kv.writes() && !e.server_answered() {
+                if (work.kv.writes() || !work.timers.ops.is_empty()) && !e.server_answered() {
                     TransactionError::CommitInDoubt(e)
                 } else {
                     TransactionError::Db(e)
@@ -348,7 +355,12 @@ async fn apply_plan(
             kv_rider::RiderOutcome::Lost(lost) => return Ok(Verdict::Lost(lost)),
         }
     };
-    let mut results = Vec::with_capacity(plan.slots + kv_results.len());
+    let timer_results = if work.timers.ops.is_empty() {
+        Vec::new()
+    } else {
+        timers_rider::apply(tx, tenant, work.timers).await?
+    };
+    let mut results = Vec::with_capacity(plan.slots + kv_results.len() + timer_results.len());
     for (step, prepared) in plan.steps.iter().zip(work.prepared) {
         match step {
             Step::Push { first, items } => {
@@ -396,6 +408,7 @@ async fn apply_plan(
         }
     }
     results.extend(kv_results.into_iter().map(OpResult::Kv));
+    results.extend(timer_results.into_iter().map(OpResult::Timer));
     Ok(Verdict::Commit(results))
 }
 
@@ -409,7 +422,7 @@ fn announce(broker: &Broker, tenant: &Tenant, plan: &Plan, results: &[OpResult])
                     .iter()
                     .filter_map(|r| match r {
                         OpResult::Pushed(o) => Some(o.clone()),
-                        OpResult::Acked { .. } | OpResult::Kv(_) => None,
+                        OpResult::Acked { .. } | OpResult::Kv(_) | OpResult::Timer(_) => None,
                     })
                     .collect();
                 announce::announce(broker, tenant, items, &outcomes);
@@ -419,7 +432,7 @@ fn announce(broker: &Broker, tenant: &Tenant, plan: &Plan, results: &[OpResult])
                     .iter()
                     .filter_map(|r| match r {
                         OpResult::Acked { verdict, .. } => Some(verdict.clone()),
-                        OpResult::Pushed(_) | OpResult::Kv(_) => None,
+                        OpResult::Pushed(_) | OpResult::Kv(_) | OpResult::Timer(_) => None,
                     })
                     .collect();
                 ack::announce(broker, tenant, group, acks, &verdicts);

@@ -47,6 +47,8 @@ pub struct Latency {
     pub sql: HistogramVec,
     /// Wait for a pooled connection.
     pub pool_wait: Histogram,
+    /// How long after its deliverAt a timer was fired (claimed), by this node's fire loop.
+    pub timer_lateness: Histogram,
 }
 
 /// The process's histograms, created on first use.
@@ -76,6 +78,10 @@ impl Latency {
         let pool_wait = plain(
             "queen_pool_wait_seconds",
             "wait for a pooled PostgreSQL connection",
+        );
+        let timer_lateness = plain(
+            "queen_timer_lateness_seconds",
+            "how long after its deliverAt a timer became a message (fired on this node)",
         );
         let labelled = |name: &str, help: &str, labels: &[&str]| {
             let h =
@@ -117,6 +123,7 @@ impl Latency {
             wake_wait,
             sql,
             pool_wait,
+            timer_lateness,
         }
     }
 }

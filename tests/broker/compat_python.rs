@@ -79,6 +79,13 @@ async fn the_python_client_keeps_keys_and_values() {
     run_group("test_kv.py").await;
 }
 
+/// Durable timers through the client: schedule, reschedule, peek, list, list_all, cancel,
+/// the fluent builder, the `tx.timer(...)` rider, and delivery observed by a pop.
+#[actix_rt::test]
+async fn the_python_client_schedules_and_cancels_timers() {
+    run_group("test_timers.py").await;
+}
+
 /// Locks and semaphores through the client: acquire, a second holder refused, get, renew
 /// with a new token, owner-idempotent acquire, semaphore slots, `async with`, and the
 /// `LockError` envelope, and a `transaction().guard(lock)` that commits only while held.

@@ -23,6 +23,43 @@ async fn kv(b: &TestBroker, ops: Value) -> Value {
     body
 }
 
+/// The timers page lists a queue's pending timers a page at a time, keys with `/` as they
+/// are.
+#[actix_rt::test]
+async fn the_timers_page_lists_a_queue_pending_timers_and_pages_through_them() {
+    let b = TestBroker::start().await;
+    let payload = "eyJ0IjoxfQ==";
+    let ops: Vec<Value> = (0..120)
+        .map(|i| {
+            json!({"op": "schedule", "queue": "reminders", "timerKey": format!("user/{i:03}"),
+                   "payload": payload, "delayMs": 3_600_000, "txn": format!("t{i}")})
+        })
+        .collect();
+    let (status, body) = b
+        .post("/api/v1/timers", &json!({ "operations": ops }))
+        .await;
+    assert!(status.is_success(), "{body}");
+    let browser = Browser::start().await;
+
+    browser.goto(&b.url("/console/timers/reminders")).await;
+    let first = browser
+        .text_when("#timers-table tbody", |t| t.contains("user/000"))
+        .await;
+    assert!(
+        first.contains("t0") && !first.contains("user/100"),
+        "{first}"
+    );
+    browser.screenshot(&shots(), "timers").await;
+    browser.click("#timers-more").await;
+    let second = browser
+        .text_when("#timers-table tbody", |t| t.contains("user/119"))
+        .await;
+    assert!(
+        second.contains("user/100") && !second.contains("user/099"),
+        "{second}"
+    );
+}
+
 #[actix_rt::test]
 async fn the_key_value_page_lists_namespaces_and_pages_through_keys() {
     let b = TestBroker::start().await;

@@ -83,6 +83,7 @@ mod retry_delay;
 mod shutdown;
 mod spool;
 mod tenants;
+mod timers;
 mod transaction;
 mod txn_keys;
 mod upgrade;

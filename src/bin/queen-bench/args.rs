@@ -35,6 +35,9 @@ pub enum Command {
     /// The key/value route (single ops, batches, latency, increments, and with --locks
     /// lock cycles) against a plain PostgreSQL table of the same shape, in the same run.
     Kv(Box<crate::kv::KvArgs>),
+    /// Durable timers: scheduling at batch 100 with many pending, the fire rate with all
+    /// due, and lateness at a steady rate, with PostgreSQL CPU per timer.
+    Timers(Box<crate::timers::TimersArgs>),
 }
 
 /// One scenario.
@@ -297,9 +300,11 @@ mod tests {
             .command
         {
             Command::Run(r) => r.validate().map(|()| *r),
-            Command::Report(_) | Command::Reads(_) | Command::Parked(_) | Command::Kv(_) => {
-                Err("parsed as another command".to_owned())
-            }
+            Command::Report(_)
+            | Command::Reads(_)
+            | Command::Parked(_)
+            | Command::Kv(_)
+            | Command::Timers(_) => Err("parsed as another command".to_owned()),
         }
     }
 

@@ -9,7 +9,8 @@
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
 //! [`reads`] is the offset-read comparison (`queen-bench reads`), [`parked`] what parked
 //! long-polls cost (`queen-bench parked`), [`kv`] the key/value route against a plain
-//! table (`queen-bench kv`).
+//! table (`queen-bench kv`), [`timers`] durable timers' schedule, fire and lateness figures
+//! (`queen-bench timers`).
 
 mod args;
 mod baseline;
@@ -31,6 +32,7 @@ mod spawn;
 mod stats;
 mod system;
 mod table;
+mod timers;
 mod verify;
 mod wire;
 mod workload;
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Reads(reads_args) => on_runtime(reads::run(&reads_args)),
         Command::Parked(parked_args) => on_runtime(parked::main(*parked_args)),
         Command::Kv(kv_args) => on_runtime(kv::main(*kv_args)),
+        Command::Timers(timers_args) => on_runtime(timers::main(*timers_args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

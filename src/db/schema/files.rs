@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("066_group_last_seen.sql"),
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
+    migration!("069_timers.sql"),
     migration!("073_drop_release_old_functions.sql"),
 ];
 
@@ -156,6 +157,11 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("sweeper_release_v1.sql"),
     function!("tenant_limit_check_v1.sql"),
     function!("tenant_limit_v1.sql"),
+    function!("timers_apply_v1.sql"),
+    function!("timers_backoff_v1.sql"),
+    function!("timers_claim_v1.sql"),
+    function!("timers_next_due_v1.sql"),
+    function!("timers_pending_v1.sql"),
     function!("trace_add_v1.sql"),
     function!("trace_names_v1.sql"),
     function!("traces_by_name_v1.sql"),

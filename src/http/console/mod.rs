@@ -12,7 +12,7 @@ use actix_web::{web, HttpResponse};
 use super::error::ApiError;
 
 /// The compiled-in files: name under `/console/assets/`, content type, bytes.
-const ASSETS: [(&str, &str, &[u8]); 5] = [
+const ASSETS: [(&str, &str, &[u8]); 6] = [
     (
         "core.js",
         "text/javascript; charset=utf-8",
@@ -32,6 +32,11 @@ const ASSETS: [(&str, &str, &[u8]); 5] = [
         "kv.js",
         "text/javascript; charset=utf-8",
         include_bytes!("assets/kv.js"),
+    ),
+    (
+        "timers.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/timers.js"),
     ),
     (
         "style.css",

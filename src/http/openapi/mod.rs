@@ -12,6 +12,7 @@ pub mod locks_schemas;
 pub mod params;
 pub mod read_schemas;
 pub mod schemas;
+pub mod timers_schemas;
 
 use std::sync::OnceLock;
 
@@ -45,6 +46,10 @@ use crate::http;
         http::reads::changed::changed,
         http::kv::route::kv,
         http::locks::route::locks,
+        http::timers::route::timers,
+        http::timers::list::list,
+        http::timers::key::peek,
+        http::timers::key::cancel,
         http::metrics::metrics,
         http::metrics::prometheus,
         http::system::get_maintenance,

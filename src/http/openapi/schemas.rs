@@ -93,6 +93,10 @@ pub struct TransactionBody {
     /// a lost `required` op answers `reason: "kv_precondition"` with nothing applied.
     #[schema(value_type = Option<Vec<Object>>)]
     kv: Option<Vec<Value>>,
+    /// Timer ops (those of `POST /api/v1/timers`) run in the same transaction; their
+    /// results follow the `kv` rider's.
+    #[schema(value_type = Option<Vec<Object>>)]
+    timers: Option<Vec<Value>>,
 }
 
 /// `POST /api/v1/configure`.

@@ -13,6 +13,18 @@ pub type Family = (
 /// Counters: numbers that only grow while the process lives.
 pub const COUNTERS: &[Family] = &[
     (
+        "queen_timers_fired_total",
+        "timers this node's fire loop turned into messages",
+        "",
+        &[("", "/timers/fired")],
+    ),
+    (
+        "queen_timers_failed_fires_total",
+        "fires of this node that could not push and rolled back (their timers backed off)",
+        "",
+        &[("", "/timers/failedFires")],
+    ),
+    (
         "queen_spool_buffered_messages_total",
         "messages this node answered buffered (written to its push spool)",
         "",
@@ -184,6 +196,12 @@ pub const COUNTERS: &[Family] = &[
 
 /// Gauges: numbers that go up and down.
 pub const GAUGES: &[Family] = &[
+    (
+        "queen_timers_pending",
+        "pending timers of every tenant, as this node's fire loop last counted them",
+        "",
+        &[("", "/timers/pending")],
+    ),
     (
         "queen_retention_last_run_timestamp_seconds",
         "when this node's last retention sweep ended (Unix time)",

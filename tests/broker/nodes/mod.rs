@@ -19,6 +19,7 @@ mod memory;
 mod races;
 mod spool_kill;
 mod tenants;
+mod timers;
 mod wakes;
 
 use std::time::{Duration, Instant};

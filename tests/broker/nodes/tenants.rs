@@ -75,6 +75,12 @@ async fn alpha_state(alpha: &Caller, cluster: &TestCluster, a: &Alpha) -> Value 
 }
 
 /// Nothing of alpha in an answer to beta: no alpha name or payload, no alpha partition.
+/// A call scheduling one of alpha's timers in queue `shared`, a minute ahead.
+fn alpha_timer(key: &str) -> Value {
+    json!({"operations": [{"op": "schedule", "queue": "shared", "timerKey": key,
+                           "payload": "eyJmcm9tIjoiYWxwaGEifQ==", "delayMs": 60_000}]})
+}
+
 fn assert_no_alpha(what: &str, body: &Value, a: &Alpha) {
     let text = body.to_string();
     assert!(!text.contains("alpha"), "{what} shows alpha's data: {text}");
@@ -703,6 +709,50 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                     .map(|l| l.iter().map(|n| &n["namespace"]).collect())
                     .unwrap_or_default();
                 assert!(!names.contains(&&json!("listed")), "{what}: {listed}");
+                (status, body)
+            }
+            ("POST", "/api/v1/timers") => {
+                let (stored, body) = alpha
+                    .post("/api/v1/timers", &alpha_timer("walk/post"))
+                    .await;
+                assert_eq!(stored, StatusCode::OK, "{what}: {body}");
+                let (status, body) = beta
+                    .post(
+                        "/api/v1/timers",
+                        &json!({"operations": [
+                            {"op": "cancel", "queue": "shared", "timerKey": "walk/post"},
+                        ]}),
+                    )
+                    .await;
+                assert_eq!(body["results"][0]["status"], "absent", "{what}: {body}");
+                let (_, kept) = alpha.get("/api/v1/timers/shared/walk/post").await;
+                assert_eq!(kept["found"], true, "{what}: {kept}");
+                (status, body)
+            }
+            ("GET", "/api/v1/timers/{queue}") => {
+                alpha
+                    .post("/api/v1/timers", &alpha_timer("walk/list"))
+                    .await;
+                let (status, body) = beta.get("/api/v1/timers/shared").await;
+                assert_eq!(body["rows"], json!([]), "{what}: {body}");
+                (status, body)
+            }
+            ("GET", "/api/v1/timers/{queue}/{timer_key:.*}") => {
+                alpha
+                    .post("/api/v1/timers", &alpha_timer("walk/peek"))
+                    .await;
+                let (status, body) = beta.get("/api/v1/timers/shared/walk/peek").await;
+                assert_eq!(body["found"], false, "{what}: {body}");
+                (status, body)
+            }
+            ("DELETE", "/api/v1/timers/{queue}/{timer_key:.*}") => {
+                alpha
+                    .post("/api/v1/timers", &alpha_timer("walk/delete"))
+                    .await;
+                let (status, body) = beta.delete("/api/v1/timers/shared/walk/delete").await;
+                assert_eq!(body["status"], "absent", "{what}: {body}");
+                let (_, kept) = alpha.get("/api/v1/timers/shared/walk/delete").await;
+                assert_eq!(kept["found"], true, "{what}: {kept}");
                 (status, body)
             }
             ("GET", "/console/assets/{file}" | "/console/{view:.*}") => continue, // static files
