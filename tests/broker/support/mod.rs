@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod caller;
+pub mod citus;
 pub mod cut_proxy;
 pub mod drain;
 pub mod fixtures;
