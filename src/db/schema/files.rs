@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("066_group_last_seen.sql"),
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
+    migration!("072_citus_layout.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
