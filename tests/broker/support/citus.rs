@@ -17,10 +17,12 @@ use std::sync::OnceLock;
 /// Workers in the test cluster: enough that partitions land on different workers.
 pub const WORKERS: u16 = 2;
 
-/// Server settings of every node: durability off, as the embedded test cluster has, and
-/// room for many brokers' pools (the coordinator opens connections to the workers too).
-const NODE_SETTINGS: &str =
-    "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\nmax_connections=400";
+/// Server settings of every node: durability off, as the embedded test cluster has, room
+/// for many brokers' pools (each coordinator backend also holds connections to the
+/// workers), and background-worker slots for Citus's maintenance daemon, which runs one
+/// per database with the extension on every node (a test run makes a database per test).
+const NODE_SETTINGS: &str = "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\n\
+                             max_connections=1000\nmax_worker_processes=256";
 
 /// A running test cluster.
 struct Cluster {
@@ -92,12 +94,12 @@ async fn execute(port: u16, database: &str, sql: &str) {
     let (client, connection) = config(port, database)
         .connect(tokio_postgres::NoTls)
         .await
-        .unwrap_or_else(|e| panic!("connecting to Citus node :{port}/{database}: {e}"));
+        .unwrap_or_else(|e| panic!("connecting to Citus node :{port}/{database}: {e:?}"));
     let connection = tokio::spawn(connection);
     client
         .batch_execute(sql)
         .await
-        .unwrap_or_else(|e| panic!("on Citus node :{port}/{database}: {sql}: {e}"));
+        .unwrap_or_else(|e| panic!("on Citus node :{port}/{database}: {sql}: {e:?}"));
     drop(client);
     let _ = connection.await;
 }
