@@ -202,7 +202,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     .await?;
     {
         let mut conn = db.conn().await?;
-        schema::install(conn.client()).await?;
+        schema::install(conn.client(), config.database.citus).await?;
     }
 
     let mesh_listener = bind_mesh(config.mesh.bind).await?;

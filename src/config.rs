@@ -122,6 +122,10 @@ pub struct DatabaseConfig {
     pub statement_timeout: Duration,
     /// TLS to an external server (`QUEEN_PG_SSLMODE`, `QUEEN_PG_SSL_ROOT_CERT`).
     pub tls: PgTlsConfig,
+    /// `QUEEN_CITUS`: lay the schema out for Citus (`true`: a database without the
+    /// extension is refused; unset or `false`: plain tables, since the layout does not
+    /// serve every path yet). See src/db/schema/citus.rs.
+    pub citus: Option<bool>,
 }
 
 /// Which PostgreSQL the broker uses.
@@ -271,6 +275,10 @@ impl Config {
                 pool_timeout: vars.millis("QUEEN_POOL_TIMEOUT_MS", 5_000)?,
                 statement_timeout: vars.millis("QUEEN_STATEMENT_TIMEOUT_MS", 30_000)?,
                 tls: pg_tls::pg_tls_config(&vars)?,
+                citus: match vars.get("QUEEN_CITUS") {
+                    None => None,
+                    Some(_) => Some(vars.flag("QUEEN_CITUS", false)?),
+                },
             },
             pop: PopConfig {
                 default_timeout: vars.millis("DEFAULT_TIMEOUT", 30_000)?,

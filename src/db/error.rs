@@ -59,6 +59,10 @@ pub enum DbError {
     /// Another node held the schema lock for longer than a start waits.
     #[error("schema lock not acquired in time")]
     SchemaLockTimeout,
+    /// `QUEEN_CITUS=true` asked for the Citus layout on a database without the `citus`
+    /// extension: refused rather than run unsharded when the operator meant sharded.
+    #[error("QUEEN_CITUS=true but the database has no citus extension (CREATE EXTENSION citus)")]
+    CitusMissing,
 }
 
 impl DbError {
@@ -124,7 +128,8 @@ impl DbError {
             | DbError::Schema { .. }
             | DbError::SchemaEdited { .. }
             | DbError::SchemaTooOld { .. }
-            | DbError::SchemaLockTimeout => false,
+            | DbError::SchemaLockTimeout
+            | DbError::CitusMissing => false,
         }
     }
 
@@ -166,7 +171,8 @@ impl DbError {
             DbError::Schema { .. }
             | DbError::SchemaEdited { .. }
             | DbError::SchemaTooOld { .. }
-            | DbError::SchemaLockTimeout => None,
+            | DbError::SchemaLockTimeout
+            | DbError::CitusMissing => None,
             DbError::Connect(source) => source.code(),
             DbError::PoolExhausted | DbError::Unavailable => None,
         }

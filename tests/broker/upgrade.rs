@@ -297,7 +297,7 @@ async fn a_function_body_that_does_not_parse_fails_the_install_naming_its_file()
     let recorded_before = functions_recorded(&sql).await;
 
     // Act
-    let applied = functions::apply_files(&mut sql, &[&fine, &broken]).await;
+    let applied = functions::apply_files(&mut sql, &[&fine, &broken], false).await;
 
     // Assert
     let chain = format!("{:?}", applied.expect_err("the broken body is refused"));

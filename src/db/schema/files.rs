@@ -71,6 +71,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
     migration!("069_timers.sql"),
+    migration!("072_citus_layout.sql"),
     migration!("073_drop_release_old_functions.sql"),
 ];
 

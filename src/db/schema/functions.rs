@@ -61,19 +61,32 @@ pub async fn changed(client: &Client) -> Result<Vec<&'static SqlFile>, DbError> 
 /// order; then again with it on, when everything they name exists, so a body that does
 /// not parse (or names what is not there) fails the start here, naming its file, instead
 /// of failing its first caller.
-pub async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
+///
+/// `citus`: the database is a Citus coordinator, where a file that replaces a trigger on a
+/// distributed or reference table needs `citus.enable_unsafe_triggers` (set for this
+/// transaction only).
+pub async fn apply(client: &mut Client, citus: bool) -> Result<Vec<String>, DbError> {
     let changed = changed(client).await?;
     if changed.is_empty() {
         return Ok(Vec::new());
     }
-    apply_files(client, &changed).await?;
+    apply_files(client, &changed, citus).await?;
     Ok(changed.iter().map(|f| f.file.to_owned()).collect())
 }
 
 /// [`apply`]'s transaction for the given files: both passes, then their records.
-pub async fn apply_files(client: &mut Client, files: &[&SqlFile]) -> Result<(), DbError> {
+pub async fn apply_files(
+    client: &mut Client,
+    files: &[&SqlFile],
+    citus: bool,
+) -> Result<(), DbError> {
     let level = newest();
     let tx = client.transaction().await.map_err(failed("functions"))?;
+    if citus {
+        tx.batch_execute("SET LOCAL citus.enable_unsafe_triggers = on")
+            .await
+            .map_err(failed("functions"))?;
+    }
     for check in ["off", "on"] {
         tx.batch_execute(&format!("SET LOCAL check_function_bodies = {check}"))
             .await

@@ -18,7 +18,12 @@
 //! history again, and applies what is still missing with a `lock_timeout`, so a migration
 //! that needs a hot table gives up instead of queueing live traffic behind it. Databases of
 //! releases from before the baseline are handled in [`legacy`].
+//!
+//! On a Citus coordinator a third step follows the function files: the distributed layout
+//! ([`citus`]), which a start also checks (in Citus's catalog) before calling the schema
+//! up to date.
 
+pub mod citus;
 pub mod files;
 pub mod functions;
 mod history;
@@ -60,11 +65,14 @@ pub enum Outcome {
     Applied(Vec<String>),
 }
 
-/// Brings the schema up to date: nothing but two reads when it is, otherwise the pending
-/// files under the advisory lock.
-pub async fn install(client: &mut Client) -> Result<Outcome, DbError> {
+/// Brings the schema up to date: nothing but a few reads when it is, otherwise the pending
+/// files (and, on Citus, layout steps) under the advisory lock. `citus` is `QUEEN_CITUS`
+/// (None: the `citus` extension decides).
+pub async fn install(client: &mut Client, citus: Option<bool>) -> Result<Outcome, DbError> {
     let started = Instant::now();
-    if is_up_to_date(client).await? {
+    let citus = citus::wanted(client, citus).await?;
+    // The layout is read only once the files are recorded: before, the schema may not exist.
+    if is_up_to_date(client).await? && (!citus || citus::pending(client).await?.is_empty()) {
         debug!("schema up to date");
         return Ok(Outcome::UpToDate);
     }
@@ -75,7 +83,7 @@ pub async fn install(client: &mut Client) -> Result<Outcome, DbError> {
         .await
         .map_err(|e| DbError::query("schema", e))?;
     lock(client).await?;
-    let applied = apply(client).await;
+    let applied = apply(client, citus).await;
     let released = unlock(client).await;
     let applied = applied?;
     released?;
@@ -99,8 +107,8 @@ async fn is_up_to_date(client: &Client) -> Result<bool, DbError> {
 /// Under the lock: what a database without a history of its own holds (before any DDL,
 /// so a refused database is left as it was), the history tables, the migrations still
 /// missing, then the function files still changed (another node may have applied some
-/// while this one waited).
-async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
+/// while this one waited), then on Citus the layout steps still missing.
+async fn apply(client: &mut Client, citus: bool) -> Result<Vec<String>, DbError> {
     let found = if migrations::any_recorded(client).await? {
         None
     } else {
@@ -112,7 +120,10 @@ async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
         migrations::record_baseline(client).await?;
     }
     let mut applied = migrations::apply(client).await?;
-    applied.extend(functions::apply(client).await?);
+    applied.extend(functions::apply(client, citus).await?);
+    if citus {
+        applied.extend(citus::apply(client).await?);
+    }
     Ok(applied)
 }
 

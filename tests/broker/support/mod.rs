@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod caller;
+pub mod citus;
 pub mod cut_proxy;
 pub mod drain;
 pub mod fixtures;
@@ -66,6 +67,10 @@ impl TestBroker {
         let mut config = Config::from_vars(vars.iter().copied()).expect("test config is valid");
         config.database.source =
             DatabaseSource::External(ExternalSettings::Given(Box::new(pg.clone())));
+        // The Citus test mode tests the Citus layout, which a broker takes only when asked.
+        if citus::script().is_some() && !vars.iter().any(|(k, _)| *k == "QUEEN_CITUS") {
+            config.database.citus = Some(true);
+        }
         if !vars.iter().any(|(k, _)| *k == "QUEEN_HTTP_WORKERS") {
             config.http.workers = 2;
         }

@@ -10,7 +10,9 @@
 //! (SIGKILL), the hook cannot run: the server and its `/tmp/queen-test-*`
 //! folder stay behind.
 //!
-//! Set QUEEN_PG_BIN_DIR to test against PostgreSQL programs in another place.
+//! Set QUEEN_PG_BIN_DIR to test against PostgreSQL programs in another place, and
+//! QUEEN_TEST_CITUS to take every fresh database from a Citus cluster instead
+//! ([`super::citus`]).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -45,6 +47,15 @@ pub fn shared_cluster() -> &'static EmbeddedPostgres {
 
 /// Creates a new, uniquely named database on the shared cluster and returns its connection config.
 pub async fn fresh_database() -> tokio_postgres::Config {
+    match super::citus::script() {
+        Some(script) => super::citus::fresh_database(script).await,
+        None => fresh_plain_database().await,
+    }
+}
+
+/// [`fresh_database`] on the embedded PostgreSQL whatever the test mode: for tests about
+/// a database without Citus.
+pub async fn fresh_plain_database() -> tokio_postgres::Config {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     // The first call starts the cluster: keep that off the async runtime.
     let cluster = match tokio::task::spawn_blocking(shared_cluster).await {

@@ -1,0 +1,180 @@
+//! The Citus test mode: with `QUEEN_TEST_CITUS` naming the cluster script
+//! (`cluster.sh`, see bench/citus-tests.sh), [`super::postgres::fresh_database`] hands out
+//! databases on a Citus cluster (a coordinator and [`WORKERS`] workers) instead of the
+//! embedded PostgreSQL, so every test that takes its database from there runs on Citus.
+//!
+//! The cluster is started once per test binary, with the script's `start`, in a fresh
+//! folder under /tmp, on the coordinator port `QUEEN_TEST_CITUS_PORT` (default 9800;
+//! worker i listens at port + i), and stopped with its `stop` at exit. Each fresh database
+//! is created on every node with the `citus` extension, and the coordinator registers the
+//! workers in it (Citus keeps its node list per database), as the script does for its own.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Workers in the test cluster: enough that partitions land on different workers.
+pub const WORKERS: u16 = 2;
+
+/// Server settings of every node: durability off, as the embedded test cluster has, room
+/// for many brokers' pools (each coordinator backend also holds connections to the
+/// workers), and background-worker slots for Citus's maintenance daemon, which runs one
+/// per database with the extension on every node (a test run makes a database per test).
+const NODE_SETTINGS: &str = "fsync=off\nsynchronous_commit=off\nfull_page_writes=off\n\
+                             max_connections=1000\nmax_worker_processes=256";
+
+/// A running test cluster.
+struct Cluster {
+    /// The script that started it.
+    script: PathBuf,
+    /// Its folder (`CITUS_DIR`).
+    dir: PathBuf,
+    /// The coordinator's port.
+    port: u16,
+}
+
+/// The cluster, or why it could not start.
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+/// The cluster script when the Citus test mode is on (`QUEEN_TEST_CITUS` set, not empty).
+pub fn script() -> Option<PathBuf> {
+    std::env::var_os("QUEEN_TEST_CITUS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// A new database on the test cluster (started on first call), laid out for Citus by the
+/// broker that first starts on it.
+pub async fn fresh_database(script: PathBuf) -> tokio_postgres::Config {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let port = match tokio::task::spawn_blocking(move || cluster(script)).await {
+        Ok(port) => port,
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(error) => panic!("starting the Citus test cluster: {error}"),
+        },
+    };
+    let name = format!("test_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    for node in 0..=WORKERS {
+        execute(port + node, "postgres", &format!("CREATE DATABASE {name}")).await;
+        execute(port + node, &name, "CREATE EXTENSION citus").await;
+    }
+    execute(
+        port,
+        &name,
+        &format!("SELECT citus_set_coordinator_host('127.0.0.1', {port})"),
+    )
+    .await;
+    for worker in 1..=WORKERS {
+        let at = port + worker;
+        execute(
+            port,
+            &name,
+            &format!("SELECT citus_add_node('127.0.0.1', {at})"),
+        )
+        .await;
+    }
+    config(port, &name)
+}
+
+/// The connection settings of a database on the node at `port`.
+fn config(port: u16, database: &str) -> tokio_postgres::Config {
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host("127.0.0.1")
+        .port(port)
+        .user("postgres")
+        .dbname(database);
+    config
+}
+
+/// Runs one statement on one node's database; a failure fails the test.
+async fn execute(port: u16, database: &str, sql: &str) {
+    let (client, connection) = config(port, database)
+        .connect(tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connecting to Citus node :{port}/{database}: {e:?}"));
+    let connection = tokio::spawn(connection);
+    client
+        .batch_execute(sql)
+        .await
+        .unwrap_or_else(|e| panic!("on Citus node :{port}/{database}: {sql}: {e:?}"));
+    drop(client);
+    let _ = connection.await;
+}
+
+/// The coordinator's port of the started cluster (this blocks on the first call).
+fn cluster(script: PathBuf) -> u16 {
+    match CLUSTER.get_or_init(|| start(script)) {
+        Ok(cluster) => cluster.port,
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// Starts the cluster in a new folder and registers its stop at exit.
+fn start(script: PathBuf) -> Result<Cluster, String> {
+    let port: u16 = match std::env::var("QUEEN_TEST_CITUS_PORT") {
+        Ok(raw) => raw
+            .parse()
+            .map_err(|_| format!("QUEEN_TEST_CITUS_PORT={raw} is not a port"))?,
+        Err(_) => 9800,
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("queen-citus-")
+        .tempdir_in("/tmp")
+        .map_err(|e| format!("cannot create the Citus cluster folder: {e}"))?
+        .keep();
+    // The script runs the servers as the `postgres` user when we are root.
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .map_err(|e| format!("cannot open up {}: {e}", dir.display()))?;
+    let cluster = Cluster { script, dir, port };
+    // SAFETY: `stop_at_exit` takes no arguments and never unwinds.
+    if unsafe { libc::atexit(stop_at_exit) } != 0 {
+        return Err("cannot register the Citus cluster's exit hook".to_owned());
+    }
+    let out = cluster
+        .command(&["start", &WORKERS.to_string()])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", cluster.script.display()))?;
+    if !out.status.success() {
+        let _ = cluster.command(&["stop"]).output();
+        return Err(format!(
+            "{} start {WORKERS} failed: {}{}",
+            cluster.script.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(cluster)
+}
+
+impl Cluster {
+    /// The script with this cluster's folder, port and settings.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.script);
+        command
+            .args(args)
+            .env("CITUS_DIR", &self.dir)
+            .env("CITUS_PORT", self.port.to_string())
+            .env("CITUS_PG_CONF", NODE_SETTINGS);
+        command
+    }
+}
+
+/// Stops the cluster and deletes its folder (the data is thrown away).
+extern "C" fn stop_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(Ok(cluster)) = CLUSTER.get() {
+            match cluster.command(&["stop"]).output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => eprintln!(
+                    "could not stop the Citus test cluster: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+                Err(e) => eprintln!("could not stop the Citus test cluster: {e}"),
+            }
+            let _ = std::fs::remove_dir_all(&cluster.dir);
+        }
+    });
+}
