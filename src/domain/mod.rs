@@ -10,6 +10,7 @@ pub mod option_changes;
 pub mod options;
 pub mod push;
 pub mod push_limits;
+pub mod streams;
 
 pub use names::{ConsumerGroup, NameError, PartitionName, QueueName, Tenant, QUEUE_MODE};
 pub use option_changes::{guarded_change, GuardedChange, OptionDefaults};

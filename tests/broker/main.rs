@@ -82,6 +82,7 @@ mod retention_dedup;
 mod retry_delay;
 mod shutdown;
 mod spool;
+mod streams;
 mod tenants;
 mod transaction;
 mod txn_keys;

@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("066_group_last_seen.sql"),
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
+    migration!("070_streams.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -153,6 +154,9 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("status_queue_v1.sql"),
     function!("status_queues_v1.sql"),
     function!("status_v1.sql"),
+    function!("streams_cycle_v1.sql"),
+    function!("streams_register_v1.sql"),
+    function!("streams_state_get_v1.sql"),
     function!("sweeper_lease_v1.sql"),
     function!("sweeper_release_v1.sql"),
     function!("tenant_limit_check_v1.sql"),

@@ -12,6 +12,7 @@ pub mod locks_schemas;
 pub mod params;
 pub mod read_schemas;
 pub mod schemas;
+pub mod streams_schemas;
 
 use std::sync::OnceLock;
 
@@ -45,6 +46,9 @@ use crate::http;
         http::reads::changed::changed,
         http::kv::route::kv,
         http::locks::route::locks,
+        http::streams::queries::queries,
+        http::streams::state::state_get_route,
+        http::streams::cycle::cycle,
         http::metrics::metrics,
         http::metrics::prometheus,
         http::system::get_maintenance,
