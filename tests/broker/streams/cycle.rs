@@ -39,6 +39,7 @@ fn one_op(key: &str) -> Value {
 #[actix_rt::test]
 async fn a_stale_lease_writes_nothing_and_the_live_one_writes_everything() {
     let b = TestBroker::start().await;
+    let (before_all, before_failed) = cycle_counts(&b).await;
     b.push("src", "Default", &[json!(1), json!(2), json!(3)])
         .await;
     let id = query_id(&b, "q", "src").await;
@@ -106,6 +107,28 @@ async fn a_stale_lease_writes_nothing_and_the_live_one_writes_everything() {
     let (_, again) = b.post("/streams/v1/cycle", &live).await;
     assert_eq!(again["success"], false, "{again}");
     assert!(sink_payloads(&b, "check3").await == [json!("y"), json!("z")]);
+    // Five cycles, four of them refused (other tests may add to the counters meanwhile).
+    let (all, failed) = cycle_counts(&b).await;
+    assert!(
+        all - before_all >= 5 && failed - before_failed >= 4,
+        "{all} {failed}"
+    );
+}
+
+/// `streams.cycles` and `streams.failedCycles` from `/metrics`.
+async fn cycle_counts(b: &TestBroker) -> (u64, u64) {
+    let (_, m) = b.get("/metrics").await;
+    let streams = m
+        .pointer("/streams")
+        .or_else(|| m.pointer("/broker/streams"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no streams counters: {m}"));
+    let n = |k: &str| {
+        streams[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k}: {streams}"))
+    };
+    (n("cycles"), n("failedCycles"))
 }
 
 #[actix_rt::test]
