@@ -35,6 +35,9 @@ pub enum Command {
     /// The key/value route (single ops, batches, latency, increments, and with --locks
     /// lock cycles) against a plain PostgreSQL table of the same shape, in the same run.
     Kv(Box<crate::kv::KvArgs>),
+    /// A streams cycle (one batch's sink pushes and ack in one transaction) against plain
+    /// pop + push + ack of the same messages, in the same run.
+    Streams(Box<crate::streams::StreamsArgs>),
 }
 
 /// One scenario.
@@ -297,9 +300,11 @@ mod tests {
             .command
         {
             Command::Run(r) => r.validate().map(|()| *r),
-            Command::Report(_) | Command::Reads(_) | Command::Parked(_) | Command::Kv(_) => {
-                Err("parsed as another command".to_owned())
-            }
+            Command::Report(_)
+            | Command::Reads(_)
+            | Command::Parked(_)
+            | Command::Kv(_)
+            | Command::Streams(_) => Err("parsed as another command".to_owned()),
         }
     }
 

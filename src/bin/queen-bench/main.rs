@@ -9,7 +9,8 @@
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
 //! [`reads`] is the offset-read comparison (`queen-bench reads`), [`parked`] what parked
 //! long-polls cost (`queen-bench parked`), [`kv`] the key/value route against a plain
-//! table (`queen-bench kv`).
+//! table (`queen-bench kv`), [`streams`] a streams cycle against plain pop + push + ack
+//! (`queen-bench streams`).
 
 mod args;
 mod baseline;
@@ -29,6 +30,7 @@ mod result;
 mod run;
 mod spawn;
 mod stats;
+mod streams;
 mod system;
 mod table;
 mod verify;
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Reads(reads_args) => on_runtime(reads::run(&reads_args)),
         Command::Parked(parked_args) => on_runtime(parked::main(*parked_args)),
         Command::Kv(kv_args) => on_runtime(kv::main(*kv_args)),
+        Command::Streams(streams_args) => on_runtime(streams::main(*streams_args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
