@@ -75,6 +75,11 @@ pub struct Metrics {
     pub acks_known_lease: AtomicU64,
     /// Acks of one (partition, lease) settled item by item by `log_ack_v2`.
     pub acks_itemized: AtomicU64,
+    /// Streams cycles asked for (`POST /streams/v1/cycle`, `log::streams`).
+    pub streams_cycles: AtomicU64,
+    /// Of those, cycles that committed nothing: refused (a stale lease, bad input found in
+    /// the database) or failed.
+    pub streams_cycles_failed: AtomicU64,
     /// What the retention sweeper did on this node.
     pub retention: retention::SweepStats,
     /// What the timers' fire loop did on this node.
@@ -123,6 +128,10 @@ impl Metrics {
                 "wholeLease": get(&self.acks_whole_lease),
                 "knownLease": get(&self.acks_known_lease),
                 "itemized": get(&self.acks_itemized),
+            },
+            "streams": {
+                "cycles": get(&self.streams_cycles),
+                "failedCycles": get(&self.streams_cycles_failed),
             },
             "retention": self.retention.to_json(),
             "timers": self.timers.to_json(),

@@ -24,6 +24,7 @@ pub mod queues;
 pub mod reads;
 pub mod retention;
 pub mod schema;
+pub mod streams;
 pub mod system;
 pub mod timers;
 pub mod tls;

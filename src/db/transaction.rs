@@ -168,6 +168,12 @@ impl<'c> DataTransaction<'c> {
         Ok(rows.iter().map(ClaimedTimer::from_row).collect())
     }
 
+    /// The open transaction itself, for the `db` modules whose statements run inside a
+    /// caller's transaction (`db::streams`).
+    pub(super) fn client(&self) -> &Transaction<'c> {
+        &self.tx
+    }
+
     /// Runs `work` when, and only when, this transaction commits: for what a caller learned
     /// inside it that others may rely on only once it is durable (a dedup window learning
     /// segments this transaction wrote itself, `log/push/append.rs`). In call order.

@@ -10,6 +10,7 @@ pub mod option_changes;
 pub mod options;
 pub mod push;
 pub mod push_limits;
+pub mod streams;
 pub mod timers;
 
 pub use names::{ConsumerGroup, NameError, PartitionName, QueueName, Tenant, QUEUE_MODE};

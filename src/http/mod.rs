@@ -37,6 +37,7 @@ mod route_table;
 pub mod routes;
 pub mod slashes;
 pub mod state;
+pub mod streams;
 pub mod system;
 pub mod timers;
 pub mod timing;

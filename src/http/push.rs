@@ -388,7 +388,7 @@ pub(super) fn validate<'a>(
 }
 
 /// Stamps the request's producer (see [`AppState::producer`]) on every item.
-pub(super) fn stamp(items: &mut [PushItem], producer: Option<std::sync::Arc<str>>) {
+pub(crate) fn stamp(items: &mut [PushItem], producer: Option<std::sync::Arc<str>>) {
     if producer.is_some() {
         for item in items {
             item.producer = producer.clone();

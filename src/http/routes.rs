@@ -6,7 +6,7 @@ use actix_web::web;
 use super::fallback::{method_not_allowed, no_route};
 use super::{
     ack, admin, configure, console, health, kv, lease, locks, metrics, openapi, pop, push, reads,
-    system, timers, timing, transaction,
+    streams, system, timers, timing, transaction,
 };
 
 /// The route table.
@@ -112,6 +112,24 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .app_data(timing::Route("/api/v1/timers/{queue}/{timer_key:.*}"))
             .route(web::get().to(timers::key::peek))
             .route(web::delete().to(timers::key::cancel))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/streams/v1/queries")
+            .app_data(timing::Route("/streams/v1/queries"))
+            .route(web::post().to(streams::queries::queries))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/streams/v1/state/get")
+            .app_data(timing::Route("/streams/v1/state/get"))
+            .route(web::post().to(streams::state::state_get_route))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/streams/v1/cycle")
+            .app_data(timing::Route("/streams/v1/cycle"))
+            .route(web::post().to(streams::cycle::cycle))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

@@ -98,9 +98,9 @@ mod tests {
             }
         }
         assert_eq!(
-            labelled, 13,
-            "push, the three pop routes, both ack routes, fetch, partitions/changed, kv, locks \
-             and the three timers routes"
+            labelled, 16,
+            "push, the three pop routes, both ack routes, fetch, partitions/changed, kv, locks, \
+             the three timers routes and the three streams routes"
         );
     }
 

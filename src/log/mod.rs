@@ -10,4 +10,5 @@ pub mod encryption;
 pub mod groups;
 pub mod pop;
 pub mod push;
+pub mod streams;
 pub mod transaction;

@@ -94,6 +94,14 @@ async fn the_python_client_takes_locks_and_semaphores() {
     run_group("test_locks.py").await;
 }
 
+/// Streams through the client: `Stream.from_(...).map(...).to(sink).run(...)` delivers
+/// every message into the sink exactly once, and a tumbling-window aggregation keeps its
+/// state across cycles, emits the closed windows and leaves the open one open.
+#[actix_rt::test]
+async fn the_python_client_runs_stream_queries() {
+    run_group("test_streams.py").await;
+}
+
 /// The client's `bearer_token` against a broker with JWT authentication on: tokens signed
 /// here (HS256) for a read-write, a read-only and an admin caller.
 #[actix_rt::test]

@@ -83,6 +83,7 @@ mod retention_dedup;
 mod retry_delay;
 mod shutdown;
 mod spool;
+mod streams;
 mod tenants;
 mod timers;
 mod transaction;

@@ -25,6 +25,9 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
         "/api/v1/partitions/changed",
         "/api/v1/kv",
         "/api/v1/locks",
+        "/streams/v1/queries",
+        "/streams/v1/state/get",
+        "/streams/v1/cycle",
         "/health/ready",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");
@@ -34,6 +37,7 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
     assert!(doc["components"]["schemas"]["ChangedBody"].is_object());
     assert!(doc["components"]["schemas"]["KvBody"].is_object());
     assert!(doc["components"]["schemas"]["LocksBody"].is_object());
+    assert!(doc["components"]["schemas"]["CycleBody"].is_object());
 }
 
 /// A method a route does not take answers 405 with the JSON error and an `Allow` header

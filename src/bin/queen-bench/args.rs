@@ -38,6 +38,9 @@ pub enum Command {
     /// Durable timers: scheduling at batch 100 with many pending, the fire rate with all
     /// due, and lateness at a steady rate, with PostgreSQL CPU per timer.
     Timers(Box<crate::timers::TimersArgs>),
+    /// A streams cycle (one batch's sink pushes and ack in one transaction) against plain
+    /// pop + push + ack of the same messages, in the same run.
+    Streams(Box<crate::streams::StreamsArgs>),
 }
 
 /// One scenario.
@@ -304,7 +307,8 @@ mod tests {
             | Command::Reads(_)
             | Command::Parked(_)
             | Command::Kv(_)
-            | Command::Timers(_) => Err("parsed as another command".to_owned()),
+            | Command::Timers(_)
+            | Command::Streams(_) => Err("parsed as another command".to_owned()),
         }
     }
 

@@ -9,8 +9,9 @@
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
 //! [`reads`] is the offset-read comparison (`queen-bench reads`), [`parked`] what parked
 //! long-polls cost (`queen-bench parked`), [`kv`] the key/value route against a plain
-//! table (`queen-bench kv`), [`timers`] durable timers' schedule, fire and lateness figures
-//! (`queen-bench timers`).
+//! table (`queen-bench kv`), [`timers`] durable timers' schedule, fire and lateness
+//! figures (`queen-bench timers`), [`streams`] a streams cycle against plain pop + push +
+//! ack (`queen-bench streams`).
 
 mod args;
 mod baseline;
@@ -30,6 +31,7 @@ mod result;
 mod run;
 mod spawn;
 mod stats;
+mod streams;
 mod system;
 mod table;
 mod timers;
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Parked(parked_args) => on_runtime(parked::main(*parked_args)),
         Command::Kv(kv_args) => on_runtime(kv::main(*kv_args)),
         Command::Timers(timers_args) => on_runtime(timers::main(*timers_args)),
+        Command::Streams(streams_args) => on_runtime(streams::main(*streams_args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

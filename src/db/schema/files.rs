@@ -71,6 +71,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
     migration!("069_timers.sql"),
+    migration!("070_streams.sql"),
     migration!("072_citus_layout.sql"),
     migration!("073_drop_release_old_functions.sql"),
 ];
@@ -154,6 +155,9 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("status_queue_v1.sql"),
     function!("status_queues_v1.sql"),
     function!("status_v1.sql"),
+    function!("streams_cycle_v1.sql"),
+    function!("streams_register_v1.sql"),
+    function!("streams_state_get_v1.sql"),
     function!("sweeper_lease_v1.sql"),
     function!("sweeper_release_v1.sql"),
     function!("tenant_limit_check_v1.sql"),

@@ -12,6 +12,7 @@ pub mod locks_schemas;
 pub mod params;
 pub mod read_schemas;
 pub mod schemas;
+pub mod streams_schemas;
 pub mod timers_schemas;
 
 use std::sync::OnceLock;
@@ -50,6 +51,9 @@ use crate::http;
         http::timers::list::list,
         http::timers::key::peek,
         http::timers::key::cancel,
+        http::streams::queries::queries,
+        http::streams::state::state_get_route,
+        http::streams::cycle::cycle,
         http::metrics::metrics,
         http::metrics::prometheus,
         http::system::get_maintenance,

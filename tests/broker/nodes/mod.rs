@@ -18,6 +18,7 @@ mod kill_under_load;
 mod memory;
 mod races;
 mod spool_kill;
+mod streams_kill;
 mod tenants;
 mod timers;
 mod wakes;

@@ -18,6 +18,64 @@ use crate::support::tokens::SECRET;
 use crate::support::{qpb1, qpf1};
 use queen::auth::rules::RULES;
 
+/// One streams route as beta, aimed at alpha's query, state and lease: beta's query of the
+/// same name is its own, alpha's query id is unknown to beta, and a cycle naming alpha's
+/// partition and lease changes nothing (the walk's final check compares alpha's cursors).
+async fn streams_walk(
+    alpha: &Caller,
+    beta: &Caller,
+    pattern: &str,
+    pid: &str,
+    lease: &str,
+    what: &str,
+) {
+    let register =
+        |hash: &str| json!({"name": "shared", "source_queue": "shared", "config_hash": hash});
+    let (status, mine) = alpha.post("/streams/v1/queries", &register("a")).await;
+    assert_eq!(status, StatusCode::OK, "{what}: {mine}");
+    let alpha_query = mine["query_id"].clone();
+    let secret = json!({"query_id": alpha_query, "partition_id": pid,
+                        "consumer_group": "streams.shared", "ack": null,
+                        "state_ops": [{"type": "upsert", "key": "k", "value": "alpha-secret"}]});
+    let (status, body) = alpha.post("/streams/v1/cycle", &secret).await;
+    assert_eq!(
+        (status, &body["success"]),
+        (StatusCode::OK, &json!(true)),
+        "{what}: {body}"
+    );
+    let read = json!({"query_id": alpha_query, "partition_id": pid, "keys": []});
+    let (status, body) = match pattern {
+        "/streams/v1/queries" => {
+            let (status, body) = beta.post("/streams/v1/queries", &register("b")).await;
+            assert_eq!(body["fresh"], true, "{what}: {body}");
+            assert_ne!(body["query_id"], alpha_query, "{what}: {body}");
+            (status, body)
+        }
+        "/streams/v1/state/get" => {
+            let (status, body) = beta.post("/streams/v1/state/get", &read).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{what}: {body}");
+            (StatusCode::OK, body)
+        }
+        _ => {
+            let (_, own) = beta.post("/streams/v1/queries", &register("b")).await;
+            let mut cycle = json!({"query_id": alpha_query, "partition_id": pid,
+                                   "consumer_group": "__QUEUE_MODE__",
+                                   "state_ops": [{"type": "delete", "key": "k"}],
+                                   "ack": {"leaseId": lease, "count": 1}});
+            let (status, body) = beta.post("/streams/v1/cycle", &cycle).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{what}: {body}");
+            cycle["query_id"] = own["query_id"].clone();
+            let (status, body) = beta.post("/streams/v1/cycle", &cycle).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{what}: {body}");
+            (StatusCode::OK, body)
+        }
+    };
+    assert!(status.is_success(), "{what}: {status} {body}");
+    assert!(!body.to_string().contains("alpha"), "{what}: {body}");
+    let (_, kept) = alpha.post("/streams/v1/state/get", &read).await;
+    assert_eq!(kept["rows"][0]["value"], "alpha-secret", "{what}: {kept}");
+}
+
 /// What alpha holds that beta aims at.
 struct Alpha {
     /// The shared queue's partition of alpha.
@@ -695,6 +753,10 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
                     "{what}: {kept}"
                 );
                 (status, body)
+            }
+            ("POST", "/streams/v1/queries" | "/streams/v1/state/get" | "/streams/v1/cycle") => {
+                streams_walk(&alpha, beta, pattern, pid, &a.lease, &what).await;
+                continue;
             }
             ("GET", "/api/v1/resources/kv/{namespace}") => {
                 let secret = json!({"operations": [{"op": "put", "ns": "listed", "key": "k",
