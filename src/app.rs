@@ -233,6 +233,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         config: Arc::new(config.clone()),
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
+        ephemeral: Arc::new(crate::ephemeral::Ephemeral::new(config.ephemeral.max_bytes)),
         this: this.clone(),
         encrypted_queues: Default::default(),
         dedup: Arc::new(DedupWindows::new(config.push.dedup_max_entries)),

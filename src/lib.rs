@@ -82,6 +82,7 @@ pub mod broker;
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod ephemeral;
 pub mod http;
 pub mod limiter;
 pub mod log;

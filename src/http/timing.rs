@@ -98,8 +98,9 @@ mod tests {
             }
         }
         assert_eq!(
-            labelled, 10,
-            "push, the three pop routes, both ack routes, fetch, partitions/changed, kv and locks"
+            labelled, 18,
+            "push, the three pop routes, both ack routes, fetch, partitions/changed, kv, locks \
+             and the eight ephemeral routes"
         );
     }
 

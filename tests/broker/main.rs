@@ -34,6 +34,7 @@ mod dlq_retry_groups;
 mod docs;
 mod dropped_requests;
 mod encryption;
+mod ephemeral;
 mod failures;
 mod harness;
 mod helm_chart;

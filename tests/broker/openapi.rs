@@ -25,6 +25,9 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
         "/api/v1/partitions/changed",
         "/api/v1/kv",
         "/api/v1/locks",
+        "/api/v1/ephemeral/push",
+        "/api/v1/ephemeral/pop",
+        "/api/v1/ephemeral/queues/{queue}/depth",
         "/health/ready",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");

@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("066_group_last_seen.sql"),
     migration!("067_kv.sql"),
     migration!("068_tier3_views.sql"),
+    migration!("071_ephemeral.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -89,6 +90,10 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("dead_letters_count_v1.sql"),
     function!("dead_letters_list_v1.sql"),
     function!("dead_letters_list_v2.sql"),
+    function!("ephemeral_declaration_v1.sql"),
+    function!("ephemeral_declarations_v1.sql"),
+    function!("ephemeral_declare_v1.sql"),
+    function!("ephemeral_forget_v1.sql"),
     function!("get_maintenance_v1.sql"),
     function!("get_maintenance_v2.sql"),
     function!("groups_limit_v1.sql"),
