@@ -5,11 +5,12 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{json, Value};
 
 use super::budget::Budget;
+use super::owner::owner;
 use super::queue::{Ctx, Queue};
 use crate::domain::ephemeral::EphemeralOptions;
 
@@ -23,6 +24,8 @@ pub struct Ephemeral {
     budget: Budget,
     ring_ids: AtomicU64,
     queues: RwLock<HashMap<QueueKey, Arc<Queue>>>,
+    /// The mesh members as this engine last saw them (who owns what).
+    members: Mutex<Vec<String>>,
 }
 
 impl Ephemeral {
@@ -36,6 +39,7 @@ impl Ephemeral {
             budget: Budget::new(max_bytes),
             ring_ids: AtomicU64::new(1),
             queues: RwLock::new(HashMap::new()),
+            members: Mutex::new(Vec::new()),
         }
     }
 
@@ -108,16 +112,6 @@ impl Ephemeral {
         list
     }
 
-    /// Drops every queue's contents (the node stopped owning them); declarations stay in
-    /// PostgreSQL.
-    pub fn forget_all(&self) {
-        let queues = std::mem::take(&mut *self.queues.write().expect("ephemeral map lock"));
-        for queue in queues.values() {
-            queue.lock().clear(&self.budget);
-            queue.pushed.notify_waiters();
-        }
-    }
-
     /// Forgets the queues `keep` says this node no longer owns (their contents are lost:
     /// the new owner starts them empty).
     pub fn retain(&self, keep: impl Fn(&QueueKey) -> bool) {
@@ -129,6 +123,18 @@ impl Ephemeral {
                 queue.pushed.notify_waiters();
             }
         }
+    }
+
+    /// Follows a change of the mesh members (`me` among them): the queues this node no
+    /// longer owns are dropped, contents and all. Cheap when nothing changed.
+    pub fn follow(&self, members: &[String], me: &str) {
+        let mut seen = self.members.lock().expect("ephemeral members lock");
+        if seen.as_slice() == members {
+            return;
+        }
+        *seen = members.to_vec();
+        drop(seen);
+        self.retain(|(tenant, queue)| !matches!(owner(members, tenant, queue), Some(o) if o != me));
     }
 
     /// The gauges for `/metrics`: bytes held against the cap, messages, drops, refusals.

@@ -15,8 +15,10 @@
 pub mod budget;
 pub mod cursor;
 pub mod engine;
+pub mod owner;
 pub mod queue;
 pub mod ring;
 pub mod run;
+pub mod serve;
 
 pub use engine::Ephemeral;

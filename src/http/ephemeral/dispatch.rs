@@ -5,20 +5,11 @@ use actix_web::HttpResponse;
 
 use crate::broker::Broker;
 use crate::domain::ephemeral::{Answer, Call, EphemeralInputError};
-use crate::ephemeral::run::{self, Env};
+use crate::ephemeral::serve::serve;
 
-/// The engine's environment on this node.
-pub fn env(broker: &Broker) -> Env<'_> {
-    Env {
-        engine: &broker.ephemeral,
-        db: &broker.db,
-        draining: &broker.draining,
-    }
-}
-
-/// Runs `call` for `tenant` on the queue's owner node.
+/// Runs `call` for `tenant` on the queue's owner node (this one, or a peer over the mesh).
 pub async fn call(broker: &Broker, tenant: &str, call: Call) -> HttpResponse {
-    respond(run::run(&env(broker), tenant, call).await)
+    respond(serve(broker, tenant, call).await)
 }
 
 /// The HTTP answer of an engine answer.

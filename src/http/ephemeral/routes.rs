@@ -231,7 +231,8 @@ pub async fn ack(
 )]
 pub async fn queues(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     let tenant = state.tenant(&req);
-    dispatch::respond(run::queues(&dispatch::env(&state.broker), tenant.as_str()).await)
+    let env = crate::ephemeral::serve::env(&state.broker);
+    dispatch::respond(run::queues(&env, tenant.as_str()).await)
 }
 
 /// `GET /api/v1/ephemeral/queues/{queue}/depth`.

@@ -11,6 +11,7 @@ mod concurrency;
 mod delivery;
 mod long_poll;
 mod memory;
+mod nodes;
 mod routes;
 
 use reqwest::StatusCode;
