@@ -158,7 +158,7 @@ impl Ring {
             if options.policy == Policy::Reject {
                 return Err(Refusal::QueueFull);
             }
-            while over(self.entries.len() as u64, self.bytes) {
+            while over(self.entries.len() as u64, self.bytes) && !self.entries.is_empty() {
                 self.drop_front(budget);
                 losses.dropped += 1;
             }
