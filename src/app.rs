@@ -114,6 +114,8 @@ pub struct App {
     server: ServerHandle,
     server_task: tokio::task::JoinHandle<std::io::Result<()>>,
     refresher: tokio::task::JoinHandle<()>,
+    /// Follows the mesh members for the ephemeral engine (`ephemeral::serve`).
+    follower: tokio::task::JoinHandle<()>,
     sweeper: tokio::task::JoinHandle<()>,
     sweeper_id: String,
     fire_loop: tokio::task::JoinHandle<()>,
@@ -141,6 +143,7 @@ impl App {
         self.server.stop(true).await;
         let _ = self.server_task.await;
         self.refresher.abort();
+        self.follower.abort();
         if let Some(replay) = self.replay {
             replay.abort();
             let _ = replay.await;
@@ -238,6 +241,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         mesh: mesh.clone(),
         draining: CancellationToken::new(),
         timers: Default::default(),
+        ephemeral: Arc::new(crate::ephemeral::Ephemeral::new(config.ephemeral.max_bytes)),
         this: this.clone(),
         encrypted_queues: Default::default(),
         dedup: Arc::new(DedupWindows::new(config.push.dedup_max_entries)),
@@ -253,6 +257,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     );
     info!(addr = %mesh_addr, node_id = %config.mesh.node_id, "mesh listening");
     let refresher = maintenance::spawn_refresher(broker.clone());
+    let follower = crate::ephemeral::serve::spawn_follower(&broker);
     let replay = spool.map(|spool| crate::spool::replay::spawn(broker.clone(), spool));
     let sweeper_id = format!("{}/{}", config.mesh.node_id, uuid::Uuid::new_v4());
     let sweeper = retention::spawn(broker.clone(), sweeper_id.clone());
@@ -301,6 +306,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         server: handle,
         server_task,
         refresher,
+        follower,
         sweeper,
         sweeper_id,
         fire_loop,

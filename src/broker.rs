@@ -59,6 +59,8 @@ pub struct Broker {
     /// This broker, held weakly (a strong handle would keep it alive for ever): what the
     /// push writers, tasks of their own, take a handle from.
     pub this: Weak<Broker>,
+    /// Ephemeral queues: the contents this node owns, in memory only.
+    pub ephemeral: Arc<crate::ephemeral::Ephemeral>,
     /// Cancelled when the broker starts to stop: parked pops answer empty at once and
     /// readiness turns false, so a load balancer sends new work elsewhere.
     pub draining: CancellationToken,

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod auth;
+mod ephemeral;
 mod known;
 mod limits;
 mod mesh;
@@ -20,6 +21,7 @@ mod retention;
 mod spool;
 
 pub use auth::{AuthConfig, JwksSource, JwtAlgorithm, DEFAULT_SKIP_PATHS};
+pub use ephemeral::EphemeralConfig;
 pub use known::KNOWN_VARS;
 pub use limits::LimitsConfig;
 pub use mesh::{MeshConfig, PeerAddress};
@@ -87,6 +89,8 @@ pub struct Config {
     pub spool: SpoolConfig,
     /// What one tenant may create and ask for.
     pub limits: LimitsConfig,
+    /// How much ephemeral queue contents this node may hold.
+    pub ephemeral: EphemeralConfig,
 }
 
 /// The HTTP listener.
@@ -354,6 +358,7 @@ impl Config {
             auth: auth::auth_config(&vars)?,
             spool: spool::spool_config(&vars)?,
             limits: limits::limits_config(&vars)?,
+            ephemeral: ephemeral::ephemeral_config(&vars)?,
         })
     }
 }

@@ -25,7 +25,10 @@
 //!   imported); [`maintenance`]: the cluster-wide pop switch.
 //! - [`mesh`]: the peer mesh between broker nodes: msgpack hints (push landed, config
 //!   changed, maintenance changed) that wake other nodes' group actors before any claim.
-//!   Only hints: PostgreSQL stays the truth.
+//!   Only hints: PostgreSQL stays the truth, except for ephemeral queues' calls, which it
+//!   forwards to the queue's owner node.
+//! - [`ephemeral`]: ephemeral queues: contents in the owner node's memory only (rings,
+//!   cursors, leases, a broker-wide byte budget), declarations in PostgreSQL.
 //! - [`spool`]: the push spool: pushes written to local, `fsync`ed files while PostgreSQL
 //!   is away (or push maintenance is on), answered `buffered`, and replayed in order.
 //! - [`auth`]: JWT verification, the role each route needs and the tenant a token names;
@@ -82,6 +85,7 @@ pub mod broker;
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod ephemeral;
 pub mod http;
 pub mod limiter;
 pub mod log;

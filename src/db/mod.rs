@@ -11,6 +11,7 @@
 pub mod ack;
 pub mod admin;
 pub mod embedded;
+pub mod ephemeral;
 pub mod error;
 pub mod groups;
 pub mod kv;

@@ -3,6 +3,7 @@
 //!
 //! Input is parsed into these types at the HTTP edge so inner code never re-checks strings.
 
+pub mod ephemeral;
 pub mod kv;
 pub mod locks;
 pub mod names;

@@ -161,6 +161,7 @@ pub(crate) async fn snapshot(state: &AppState, tenant: &Tenant) -> Value {
         None => crate::spool::Spool::off_json(),
     };
     body["mesh"] = broker.mesh.snapshot();
+    body["ephemeral"] = broker.ephemeral.snapshot();
     body["retention"]["tables"] = table_sizes(state).await;
     body
 }

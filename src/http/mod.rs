@@ -17,6 +17,7 @@ pub mod binary;
 pub mod body;
 pub mod configure;
 pub mod console;
+pub mod ephemeral;
 pub mod error;
 pub mod fallback;
 pub mod gate;

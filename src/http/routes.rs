@@ -5,8 +5,8 @@ use actix_web::web;
 
 use super::fallback::{method_not_allowed, no_route};
 use super::{
-    ack, admin, configure, console, health, kv, lease, locks, metrics, openapi, pop, push, reads,
-    streams, system, timers, timing, transaction,
+    ack, admin, configure, console, ephemeral, health, kv, lease, locks, metrics, openapi, pop,
+    push, reads, streams, system, timers, timing, transaction,
 };
 
 /// The route table.
@@ -130,6 +130,54 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/streams/v1/cycle")
             .app_data(timing::Route("/streams/v1/cycle"))
             .route(web::post().to(streams::cycle::cycle))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/configure")
+            .app_data(timing::Route("/api/v1/ephemeral/configure"))
+            .route(web::post().to(ephemeral::routes::configure))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/reset")
+            .app_data(timing::Route("/api/v1/ephemeral/reset"))
+            .route(web::post().to(ephemeral::routes::reset))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/queue/{queue}")
+            .app_data(timing::Route("/api/v1/ephemeral/queue/{queue}"))
+            .route(web::delete().to(ephemeral::routes::delete))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/push")
+            .app_data(timing::Route("/api/v1/ephemeral/push"))
+            .route(web::post().to(ephemeral::routes::push))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/pop")
+            .app_data(timing::Route("/api/v1/ephemeral/pop"))
+            .route(web::get().to(ephemeral::routes::pop))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/ack")
+            .app_data(timing::Route("/api/v1/ephemeral/ack"))
+            .route(web::post().to(ephemeral::routes::ack))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/queues")
+            .app_data(timing::Route("/api/v1/ephemeral/queues"))
+            .route(web::get().to(ephemeral::routes::queues))
+            .default_service(web::to(method_not_allowed)),
+    )
+    .service(
+        web::resource("/api/v1/ephemeral/queues/{queue}/depth")
+            .app_data(timing::Route("/api/v1/ephemeral/queues/{queue}/depth"))
+            .route(web::get().to(ephemeral::routes::depth))
             .default_service(web::to(method_not_allowed)),
     )
     .service(

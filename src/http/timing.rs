@@ -98,9 +98,9 @@ mod tests {
             }
         }
         assert_eq!(
-            labelled, 16,
+            labelled, 24,
             "push, the three pop routes, both ack routes, fetch, partitions/changed, kv, locks, \
-             the three timers routes and the three streams routes"
+             the three timers routes, the three streams routes and the eight ephemeral routes"
         );
     }
 

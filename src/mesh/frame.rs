@@ -13,6 +13,12 @@ use super::message::MeshMessage;
 /// garbage or an attack, and the connection is closed (a lying length cannot be skipped).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024;
 
+/// The largest frame once the handshake has passed: a forwarded ephemeral push or a pop's
+/// answer (`super::message::EphemeralCall`) carries messages, not a hint. Raised on the
+/// dialler's writer and the acceptor's reader only after the handshake, so a stranger
+/// still meets [`MAX_FRAME_BYTES`].
+pub const MAX_CALL_FRAME_BYTES: usize = 4 << 20;
+
 /// Why a frame was not a message.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {

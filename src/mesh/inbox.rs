@@ -2,7 +2,9 @@
 //! actors (ring append, gate open) exactly as a local push would, a release hint puts the
 //! partition back on its group's ring as a local ack-promote would, a config change makes
 //! them (and the encrypted-queue cache) drop cached options, a maintenance change flips the switch at once instead of at
-//! the next database refresh.
+//! the next database refresh. An ephemeral call forwarded by a peer runs on this node's
+//! engine and its answer goes back (`crate::ephemeral::serve`); a reply completes the call
+//! this node forwarded.
 
 use std::sync::Weak;
 
@@ -86,6 +88,13 @@ impl Inbox for BrokerInbox {
                     "maintenance switched by a peer"
                 );
             }
+            MeshMessage::EphemeralCall(call) => {
+                if !call.call.is_sound() {
+                    return false;
+                }
+                tokio::spawn(crate::ephemeral::serve::serve_forwarded(broker, call));
+            }
+            MeshMessage::EphemeralReply(reply) => broker.mesh.replied(reply),
             MeshMessage::Challenge { .. }
             | MeshMessage::Hello { .. }
             | MeshMessage::Welcome

@@ -119,6 +119,9 @@ async fn serve(
         return;
     }
     debug!(peer = %remote, node_id = %node_id, "mesh dialler accepted");
+    reader
+        .decoder_mut()
+        .set_max_frame_length(frame::MAX_CALL_FRAME_BYTES);
     shared
         .counters
         .inbound_connections
@@ -219,7 +222,9 @@ async fn receive(
                 message @ (MeshMessage::PushLanded(_)
                 | MeshMessage::AckReleased(_)
                 | MeshMessage::ConfigChanged { .. }
-                | MeshMessage::MaintenanceChanged { .. }),
+                | MeshMessage::MaintenanceChanged { .. }
+                | MeshMessage::EphemeralCall(_)
+                | MeshMessage::EphemeralReply(_)),
             ) => {
                 if inbox.deliver(node_id, message) {
                     Counters::bump(&counters.hints_received);

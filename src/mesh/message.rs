@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::ephemeral::{Answer, Call};
+
 /// One framed message on a mesh connection.
 ///
 /// A connection is one-way for hints: the node that dialled sends, the node that accepted
@@ -66,6 +68,35 @@ pub enum MeshMessage {
     /// older peer only misses the hint (its ring finds the partition when the lease
     /// expires, as before). New kinds are added the same way.
     AckReleased(ReleaseHint),
+    /// A call on an ephemeral queue this node forwards to the queue's owner node
+    /// (`crate::ephemeral::owner`): the only state the mesh carries rather than hints, since
+    /// ephemeral contents live in the owner's memory alone. Answered by
+    /// [`MeshMessage::EphemeralReply`] over the owner's own connection to the sender.
+    EphemeralCall(EphemeralCall),
+    /// The owner's answer to an [`MeshMessage::EphemeralCall`].
+    EphemeralReply(EphemeralReply),
+}
+
+/// A forwarded ephemeral call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EphemeralCall {
+    /// The sender's id for this call, echoed in the reply.
+    pub request: u64,
+    /// The sender's node id: where the reply goes.
+    pub from: String,
+    /// The caller's tenant.
+    pub tenant: String,
+    /// The checked call.
+    pub call: Call,
+}
+
+/// The owner's answer to a forwarded call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EphemeralReply {
+    /// The sender's id of the call.
+    pub request: u64,
+    /// The answer, as the owner would have given it over HTTP.
+    pub answer: Answer,
 }
 
 /// A push hint: (tenant, queue, partition) and how far the partition's log now reaches.
@@ -140,6 +171,20 @@ mod tests {
                 consumer_group: "__QUEUE_MODE__".into(),
                 partition_id: 42,
                 partition: "Default".into(),
+            }),
+            MeshMessage::EphemeralCall(EphemeralCall {
+                request: 7,
+                from: "a".into(),
+                tenant: String::new(),
+                call: Call::Push {
+                    queue: "live".into(),
+                    partition: None,
+                    payloads: vec!["{\"x\":1}".into()],
+                },
+            }),
+            MeshMessage::EphemeralReply(EphemeralReply {
+                request: 7,
+                answer: Answer::ok(200, serde_json::json!({"pushed": 1})),
             }),
         ];
         for message in messages {

@@ -17,8 +17,12 @@
 //!   the node's [`Inbox`]. Malformed, oversized, unauthenticated or foreign-cluster frames
 //!   are dropped and counted.
 //! - [`inbox`]: what a received hint does to this broker (group actors, maintenance).
+//! - [`calls`]: ephemeral calls forwarded to the queue's owner node and their replies
+//!   (the one kind of traffic that is not a hint: ephemeral contents live only in the
+//!   owner's memory).
 
 pub mod auth;
+pub mod calls;
 pub mod frame;
 pub mod inbox;
 pub mod listener;
@@ -59,6 +63,8 @@ pub(crate) struct Shared {
     counters: Counters,
     peers: Mutex<HashMap<SocketAddr, PeerHandle>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Ephemeral calls forwarded to other nodes, waiting on their replies.
+    calls: calls::Pending,
 }
 
 /// The mesh's counters, exported on `/metrics`.
@@ -91,6 +97,7 @@ impl Mesh {
                 counters: Counters::default(),
                 peers: Mutex::new(HashMap::new()),
                 tasks: Mutex::new(Vec::new()),
+                calls: calls::Pending::default(),
             }),
         };
         let membership = tokio::spawn(membership::run(mesh.shared.clone()));

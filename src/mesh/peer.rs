@@ -107,6 +107,16 @@ impl PeerHandle {
         self.status.connected.load(Ordering::Relaxed) && self.queue.try_send(frame).is_ok()
     }
 
+    /// The peer's node id while it is connected (and not this node).
+    pub(crate) fn connected_node(&self) -> Option<String> {
+        if self.status.myself.load(Ordering::Relaxed)
+            || !self.status.connected.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        self.status.node_id.lock().expect("peer lock").clone()
+    }
+
     /// Ends the task and its connection.
     pub(crate) fn stop(self) {
         self.task.abort();
@@ -146,6 +156,9 @@ async fn run(
                 mut sealer,
             }) => {
                 info!(peer = %addr, node_id = %node_id, "mesh peer connected");
+                writer
+                    .encoder_mut()
+                    .set_max_frame_length(frame::MAX_CALL_FRAME_BYTES);
                 *status.node_id.lock().expect("peer lock") = Some(node_id.clone());
                 status.connected.store(true, Ordering::Relaxed);
                 let since = Instant::now();

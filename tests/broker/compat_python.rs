@@ -86,6 +86,12 @@ async fn the_python_client_schedules_and_cancels_timers() {
     run_group("test_timers.py").await;
 }
 
+/// `client.ephemeral` (`tests/compat/test_ephemeral.py`).
+#[actix_rt::test]
+async fn the_python_client_uses_ephemeral_queues() {
+    run_group("test_ephemeral.py").await;
+}
+
 /// Locks and semaphores through the client: acquire, a second holder refused, get, renew
 /// with a new token, owner-idempotent acquire, semaphore slots, `async with`, and the
 /// `LockError` envelope, and a `transaction().guard(lock)` that commits only while held.

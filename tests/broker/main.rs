@@ -35,6 +35,7 @@ mod dlq_retry_groups;
 mod docs;
 mod dropped_requests;
 mod encryption;
+mod ephemeral;
 mod failures;
 mod harness;
 mod helm_chart;

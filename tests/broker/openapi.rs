@@ -28,6 +28,9 @@ async fn the_openapi_document_is_served_as_openapi_3_1() {
         "/streams/v1/queries",
         "/streams/v1/state/get",
         "/streams/v1/cycle",
+        "/api/v1/ephemeral/push",
+        "/api/v1/ephemeral/pop",
+        "/api/v1/ephemeral/queues/{queue}/depth",
         "/health/ready",
     ] {
         assert!(doc["paths"][path].is_object(), "{path} documented");

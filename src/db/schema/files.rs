@@ -72,6 +72,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("068_tier3_views.sql"),
     migration!("069_timers.sql"),
     migration!("070_streams.sql"),
+    migration!("071_ephemeral.sql"),
     migration!("072_citus_layout.sql"),
     migration!("073_drop_release_old_functions.sql"),
 ];
@@ -93,6 +94,10 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("dead_letters_count_v1.sql"),
     function!("dead_letters_list_v1.sql"),
     function!("dead_letters_list_v2.sql"),
+    function!("ephemeral_declaration_v1.sql"),
+    function!("ephemeral_declarations_v1.sql"),
+    function!("ephemeral_declare_v1.sql"),
+    function!("ephemeral_forget_v1.sql"),
     function!("get_maintenance_v1.sql"),
     function!("get_maintenance_v2.sql"),
     function!("groups_limit_v1.sql"),

@@ -5,8 +5,8 @@
 //! several test files share: waiting for the mesh, parking a pop, and the cross-node wake
 //! trials with their percentiles. Single-process behaviour stays in the other test files.
 
-mod cluster;
-mod node;
+pub(crate) mod cluster;
+pub(crate) mod node;
 
 mod acks;
 mod changed;

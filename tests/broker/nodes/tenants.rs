@@ -318,6 +318,7 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
 
     // Act + Assert: every route, as beta, aimed at alpha.
     let mut delete_queue = false;
+    let mut eph_pushed = 0;
     for (i, (method, pattern, _)) in RULES.iter().enumerate() {
         let beta = &betas[i % 2];
         let what = format!("{method} {pattern} on node {}", i % 2);
@@ -683,6 +684,44 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
             ("GET", "/api/v1/status/analytics") => {
                 beta.get("/api/v1/status/analytics?interval=hour").await
             }
+            (_, p) if p.starts_with("/api/v1/ephemeral/") => {
+                let secret = json!({"queue": "eph", "messages": [{"payload": "alpha-eph"}]});
+                let (stored, body) = alpha.post("/api/v1/ephemeral/push", &secret).await;
+                assert_eq!(stored, StatusCode::OK, "{what}: {body}");
+                eph_pushed += 1;
+                match p {
+                    "/api/v1/ephemeral/configure" => {
+                        let options = json!({"queue": "eph", "options": {"maxLength": 1}});
+                        beta.post(p, &options).await
+                    }
+                    "/api/v1/ephemeral/reset" => beta.post(p, &json!({"queue": "eph"})).await,
+                    "/api/v1/ephemeral/queue/{queue}" => {
+                        beta.delete("/api/v1/ephemeral/queue/eph").await
+                    }
+                    "/api/v1/ephemeral/push" => {
+                        let push = json!({"queue": "eph", "messages": [{"payload": "b"}]});
+                        beta.post(p, &push).await
+                    }
+                    "/api/v1/ephemeral/pop" => {
+                        let (status, body) = beta
+                            .get("/api/v1/ephemeral/pop?queue=eph&batch=100&autoAck=true")
+                            .await;
+                        assert!(
+                            body["messages"].as_array().is_some_and(|m| m.len() <= 1),
+                            "{what}: {body}"
+                        );
+                        (status, body)
+                    }
+                    "/api/v1/ephemeral/ack" => {
+                        let ack = json!({"queue": "eph", "acks": [{"id": "1.1.0"}]});
+                        beta.post(p, &ack).await
+                    }
+                    "/api/v1/ephemeral/queues/{queue}/depth" => {
+                        beta.get("/api/v1/ephemeral/queues/eph/depth").await
+                    }
+                    _ => beta.get(p).await,
+                }
+            }
             ("GET", path) if !path.contains('{') => beta.get(path).await,
             ("POST", "/api/v1/stats/refresh") => {
                 beta.post("/api/v1/stats/refresh", &json!({})).await
@@ -824,6 +863,21 @@ async fn two_tenants_on_two_nodes_never_see_or_touch_each_others_data_on_any_rou
         assert_no_alpha(&what, &body, &a);
     }
     assert!(delete_queue, "the queue deletion route was walked");
+    assert_eq!(eph_pushed, 8, "the eight ephemeral routes were walked");
+    let (_, eph) = alpha
+        .get("/api/v1/ephemeral/pop?queue=eph&batch=100&autoAck=true")
+        .await;
+    let eph: Vec<&Value> = eph["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .collect();
+    assert_eq!(
+        eph.len(),
+        8,
+        "alpha's ephemeral messages are all there: {eph:?}"
+    );
+    assert!(eph.iter().all(|m| m["payload"] == "alpha-eph"), "{eph:?}");
     let (status, body) = betas[0].delete("/api/v1/resources/queues/shared").await;
     assert_eq!(
         (status, &body["existed"]),
