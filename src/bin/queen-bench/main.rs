@@ -13,6 +13,7 @@
 //! figures (`queen-bench timers`), [`streams`] a streams cycle against plain pop + push +
 //! ack (`queen-bench streams`).
 
+mod arg_values;
 mod args;
 mod baseline;
 mod broker;

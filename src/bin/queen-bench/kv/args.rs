@@ -25,7 +25,7 @@ pub struct KvArgs {
     #[arg(long)]
     pub broker_bin: Option<PathBuf>,
     /// Extra environment for a broker this tool starts (KEY=VALUE, repeatable).
-    #[arg(long = "broker-env", value_parser = crate::args::parse_env_pair)]
+    #[arg(long = "broker-env", value_parser = crate::arg_values::parse_env_pair)]
     pub broker_env: Vec<(String, String)>,
     /// Folder under which a broker this tool starts keeps its embedded PostgreSQL.
     #[arg(long, default_value = "/tmp")]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::args::{parse_duration, parse_env_pair};
+use crate::arg_values::{parse_duration, parse_env_pair};
 
 /// How many pops to park, where, and how long to watch them.
 #[derive(Debug, Clone, Args)]
