@@ -25,7 +25,7 @@ pub fn parse_duration(raw: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Parses a fraction in (0, 1] (`--live`-style shares of a run).
+/// Parses a fraction in (0, 1] (`run --live-load`).
 pub fn parse_fraction(raw: &str) -> Result<f64, String> {
     match raw.parse::<f64>() {
         Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
