@@ -205,6 +205,7 @@ impl<'a> Pop<'a> {
         gate: Option<oneshot::Receiver<WakeSource>>,
         attempt: u32,
         until_woken: bool,
+        seen_every: Option<Duration>,
     ) -> bool {
         let Some(left) = self.time_left() else {
             return false;
@@ -214,6 +215,10 @@ impl<'a> Pop<'a> {
         } else {
             wait_interval(attempt, &self.broker.config.pop).min(left)
         };
+        // With the idle-group sweep on, a wait longer than the seen interval comes back to
+        // write `last_seen_at` again (the loop's [`seen`]), so a group parked past the idle
+        // limit is not forgotten while it waits. The deadline's timer is the same timer.
+        let pause = seen_every.map_or(pause, |every| pause.min(every));
         let _parked = Parked::count(&self.broker.metrics);
         let wait = async {
             match gate {
@@ -289,7 +294,7 @@ pub async fn pop<'a>(
                 if pop.time_left().is_none() {
                     return Ok(None);
                 }
-                pop.park(None, attempt, false).await;
+                pop.park(None, attempt, false, None).await;
             }
         }
     }
@@ -315,12 +320,13 @@ async fn serve_partition<'a>(
         if pop.time_left().is_none() {
             return Ok(None);
         }
-        if let Some(every) = seen_interval(pop, &key) {
+        let seen_every = seen_interval(pop, &key);
+        if let Some(every) = seen_every {
             // Boxed: a waiting pop's future does not carry the write's state.
             Box::pin(seen(pop, &key, every)).await;
         }
         let gate = pop.broker.registry.group(&key).send(Park).await.ok();
-        attempt = if pop.park(gate, attempt, false).await {
+        attempt = if pop.park(gate, attempt, false, seen_every).await {
             0
         } else {
             attempt + 1
@@ -395,7 +401,8 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
         if pop.time_left().is_none() {
             return Ok(None);
         }
-        if let Some(every) = seen_interval(pop, &key) {
+        let seen_every = seen_interval(pop, &key);
+        if let Some(every) = seen_every {
             // Boxed: a waiting pop's future does not carry the write's state.
             Box::pin(seen(pop, &key, every)).await;
         }
@@ -403,7 +410,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
             Some(gate) => Some(gate),
             None => pop.broker.registry.group(&key).send(Park).await.ok(),
         };
-        attempt = if pop.park(gate, attempt, until_woken).await {
+        attempt = if pop.park(gate, attempt, until_woken, seen_every).await {
             0
         } else {
             attempt + 1
