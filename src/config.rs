@@ -232,6 +232,11 @@ pub struct PushConfig {
     /// `QUEEN_PUSH_COMBINE_WINDOW_US`: how long a writer waits for more pushes after the
     /// first (default 0: it combines what arrived while the previous commit ran).
     pub combine_window: std::time::Duration,
+    /// `QUEEN_TIMERS_LOOK_MS`: the longest the timers' fire loop sleeps between two looks at
+    /// the earliest due time (default 150): how soon this node notices a timer another node
+    /// scheduled, and what an idle node costs (one index lookup per look). A schedule on
+    /// this node wakes it at its own due time whatever the setting.
+    pub timers_look: std::time::Duration,
 }
 
 /// Log output (the filter itself is `RUST_LOG`, default `info`).
@@ -324,6 +329,7 @@ impl Config {
                     0,
                     "whole microseconds",
                 )?),
+                timers_look: vars.millis("QUEEN_TIMERS_LOOK_MS", 150)?,
                 dedup_max_entries: vars.parse(
                     "QUEEN_DEDUP_MAX_ENTRIES",
                     4_000_000,

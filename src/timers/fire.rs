@@ -17,10 +17,11 @@
 //! succeeds.
 //!
 //! When to look: at once again after a full batch; else at the earliest due time, which
-//! `queen.timers_next_due_v1` gives from PostgreSQL's clock, at most [`LOOK`] ahead (how
-//! soon this node notices a timer scheduled on another node), and sooner when a schedule
-//! on this node says its timer is due earlier ([`TimerWake`](super::wake::TimerWake)).
-//! Idle, a node costs one index lookup per [`LOOK`].
+//! `queen.timers_next_due_v1` gives from PostgreSQL's clock, at most `QUEEN_TIMERS_LOOK_MS`
+//! (150 ms) ahead (how soon this node notices a timer scheduled on another node), and
+//! sooner when a schedule on this node says its timer is due earlier
+//! ([`TimerWake`](super::wake::TimerWake)). A claim runs only when a look or a local
+//! schedule says a timer is due, so an idle node costs one index lookup per look.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -41,8 +42,6 @@ use crate::spool::order::{self, Held};
 
 /// Timers claimed by one fire at most.
 pub const BATCH: i32 = 500;
-/// The longest sleep between two looks at the earliest due time.
-pub const LOOK: Duration = Duration::from_millis(150);
 /// How often the pending gauge is counted.
 const PENDING_EVERY: Duration = Duration::from_secs(5);
 /// The pause after a look that failed (the database away).
@@ -56,19 +55,25 @@ pub fn spawn(broker: Arc<Broker>) -> tokio::task::JoinHandle<()> {
 }
 
 async fn run(broker: &Broker) {
+    let look = broker.config.push.timers_look;
     let mut counted = Instant::now() - PENDING_EVERY;
+    // Whether a timer may be due now: the first pass looks, then a look or a local
+    // schedule says so.
+    let mut due = true;
     loop {
         if broker.is_draining() {
             return;
         }
-        match fire_once(broker).await {
-            Ok(n) if n >= BATCH as usize => continue,
-            Ok(_) => {}
-            Err(error) => {
-                broker.metrics.timers.failed_fire();
-                warn!(error = %error, "timer fire failed; its timers back off");
-                pause(broker, ERROR_PAUSE).await;
-                continue;
+        if due {
+            match fire_once(broker).await {
+                Ok(n) if n >= BATCH as usize => continue,
+                Ok(_) => {}
+                Err(error) => {
+                    broker.metrics.timers.failed_fire();
+                    warn!(error = %error, "timer fire failed; its timers back off");
+                    pause(broker, ERROR_PAUSE).await;
+                    continue;
+                }
             }
         }
         if counted.elapsed() >= PENDING_EVERY {
@@ -80,12 +85,23 @@ async fn run(broker: &Broker) {
             }
         }
         let wait = match next_due(broker).await {
-            Ok(Some(ms)) if ms <= 0.0 => HELD_PAUSE,
+            Ok(Some(ms)) if ms <= 0.0 => {
+                due = true;
+                HELD_PAUSE
+            }
             // A millisecond past the due time: the claim compares with PostgreSQL's clock.
-            Ok(Some(ms)) => Duration::from_micros((ms * 1000.0) as u64 + 1000).min(LOOK),
-            Ok(None) => LOOK,
+            Ok(Some(ms)) => {
+                let until_due = Duration::from_micros((ms * 1000.0) as u64 + 1000);
+                due = until_due <= look;
+                until_due.min(look)
+            }
+            Ok(None) => {
+                due = false;
+                look
+            }
             Err(error) => {
                 debug!(error = %error, "timers' next due time unread");
+                due = true;
                 ERROR_PAUSE
             }
         };
@@ -94,7 +110,8 @@ async fn run(broker: &Broker) {
             let deadline = broker.timers.deadline();
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline.into()) => break,
-                _ = broker.timers.heard() => continue,
+                // A schedule on this node moved the deadline to its own due time.
+                _ = broker.timers.heard() => due = true,
                 _ = broker.draining.cancelled() => return,
             }
         }
