@@ -51,12 +51,30 @@ const HELD_PAUSE: Duration = Duration::from_millis(5);
 
 /// Starts this node's fire loop; it ends when the broker drains.
 pub fn spawn(broker: Arc<Broker>) -> tokio::task::JoinHandle<()> {
+    let gauge = broker.clone();
+    tokio::spawn(async move { count_pending(&gauge).await });
     tokio::spawn(async move { run(&broker).await })
+}
+
+/// Counts the pending timers for the gauge every [`PENDING_EVERY`], beside the fire loop:
+/// the count reads every pending row (hundreds of ms at a million), which must not hold up
+/// a fire.
+async fn count_pending(broker: &Broker) {
+    loop {
+        if let Ok(mut conn) = broker.db.conn().await {
+            if let Ok(n) = timers::pending(&mut conn).await {
+                broker.metrics.timers.set_pending(n);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(PENDING_EVERY) => {}
+            _ = broker.draining.cancelled() => return,
+        }
+    }
 }
 
 async fn run(broker: &Broker) {
     let look = broker.config.push.timers_look;
-    let mut counted = Instant::now() - PENDING_EVERY;
     // Whether a timer may be due now: the first pass looks, then a look or a local
     // schedule says so.
     let mut due = true;
@@ -73,14 +91,6 @@ async fn run(broker: &Broker) {
                     warn!(error = %error, "timer fire failed; its timers back off");
                     pause(broker, ERROR_PAUSE).await;
                     continue;
-                }
-            }
-        }
-        if counted.elapsed() >= PENDING_EVERY {
-            counted = Instant::now();
-            if let Ok(mut conn) = broker.db.conn().await {
-                if let Ok(n) = timers::pending(&mut conn).await {
-                    broker.metrics.timers.set_pending(n);
                 }
             }
         }
