@@ -27,6 +27,8 @@ pub struct Env<'a> {
     pub db: &'a Db,
     /// Cancelled when the broker starts to stop: a parked pop answers at once.
     pub draining: &'a CancellationToken,
+    /// This node's mesh id, named in the rows of [`Call::Held`].
+    pub node: &'a str,
 }
 
 /// Runs `call` for `tenant` on this node.
@@ -97,6 +99,7 @@ pub async fn run(env: &Env<'_>, tenant: &str, call: Call) -> Answer {
             }
             Answer::ok(200, json!({"queue": queue, "results": results}))
         }
+        Call::Held => Answer::ok(200, Value::Array(held(env.engine, tenant, env.node))),
         Call::Depth { queue } => {
             if let Some(q) = env.engine.get(&key) {
                 return Answer::ok(200, q.lock().depth_json(&queue));
@@ -117,9 +120,35 @@ pub async fn run(env: &Env<'_>, tenant: &str, call: Call) -> Answer {
     }
 }
 
-/// `GET /api/v1/ephemeral/queues`: the tenant's declared queues and the ones this node
-/// holds, with this node's gauges where it holds them.
-pub async fn queues(env: &Env<'_>, tenant: &str) -> Answer {
+/// The queues this node holds for `tenant`, one row each with this node's gauges
+/// ([`Call::Held`]).
+pub fn held(engine: &Ephemeral, tenant: &str, node: &str) -> Vec<Value> {
+    engine
+        .of_tenant(tenant)
+        .into_iter()
+        .map(|(name, queue)| {
+            let depth = queue.lock().depth_json(&name);
+            let drops = depth["dropped"].as_u64().unwrap_or(0)
+                + depth["expired"].as_u64().unwrap_or(0)
+                + depth["retriesExhausted"].as_u64().unwrap_or(0);
+            json!({"queue": name, "tier": "ephemeral", "declared": depth["declared"],
+                   "node": node, "depth": depth["pending"], "bytes": depth["bytes"],
+                   "partitions": depth["partitions"].as_array().map_or(0, Vec::len),
+                   "groups": depth["groups"].as_array().map_or(0, Vec::len),
+                   "drops": drops, "options": depth["options"]})
+        })
+        .collect()
+}
+
+/// `GET /api/v1/ephemeral/queues`: the tenant's declared queues and the rows of `held`
+/// (what every node answered [`Call::Held`] with), a held row replacing the declaration's.
+/// `unanswered` names the nodes that did not answer: their queues may be missing.
+pub async fn queues(
+    env: &Env<'_>,
+    tenant: &str,
+    held: Vec<Value>,
+    unanswered: Vec<String>,
+) -> Answer {
     let stored = match conn(env.db).await {
         Ok(mut c) => declarations::declarations(&mut c, tenant).await,
         Err(answer) => return answer,
@@ -133,28 +162,22 @@ pub async fn queues(env: &Env<'_>, tenant: &str) -> Answer {
         if let Some(name) = row["queue"].as_str() {
             rows.insert(
                 name.to_owned(),
-                json!({"queue": name, "tier": "ephemeral", "declared": true, "depth": 0,
-                       "bytes": 0, "partitions": 0, "groups": 0, "drops": 0,
+                json!({"queue": name, "tier": "ephemeral", "declared": true, "node": null,
+                       "depth": 0, "bytes": 0, "partitions": 0, "groups": 0, "drops": 0,
                        "options": row["options"]}),
             );
         }
     }
-    for (name, queue) in env.engine.of_tenant(tenant) {
-        let depth = queue.lock().depth_json(&name);
-        let drops = depth["dropped"].as_u64().unwrap_or(0)
-            + depth["expired"].as_u64().unwrap_or(0)
-            + depth["retriesExhausted"].as_u64().unwrap_or(0);
-        rows.insert(
-            name.clone(),
-            json!({"queue": name, "tier": "ephemeral", "declared": depth["declared"],
-                   "depth": depth["pending"], "bytes": depth["bytes"],
-                   "partitions": depth["partitions"].as_array().map_or(0, Vec::len),
-                   "groups": depth["groups"].as_array().map_or(0, Vec::len),
-                   "drops": drops, "options": depth["options"]}),
-        );
+    for row in held {
+        if let Some(name) = row["queue"].as_str() {
+            rows.insert(name.to_owned(), row);
+        }
     }
     let list: Vec<Value> = rows.into_values().collect();
-    Answer::ok(200, json!({"count": list.len(), "queues": list}))
+    Answer::ok(
+        200,
+        json!({"count": list.len(), "queues": list, "unanswered": unanswered}),
+    )
 }
 
 async fn configure(env: &Env<'_>, key: QueueKey, queue: &str, options: EphemeralOptions) -> Answer {

@@ -28,7 +28,41 @@ pub fn env(broker: &Broker) -> Env<'_> {
         engine: &broker.ephemeral,
         db: &broker.db,
         draining: &broker.draining,
+        node: broker.mesh.node_id(),
     }
+}
+
+/// How long a `queues` listing waits for each other node's held queues.
+const LIST_WAIT: Duration = Duration::from_secs(2);
+
+/// `GET /api/v1/ephemeral/queues` for `tenant`: the declarations and the queues every node
+/// holds (each node holds the queues it owns), asked of the other members at once. A node
+/// that does not answer within [`LIST_WAIT`] is named in the answer's `unanswered`.
+pub async fn list(broker: &Broker, tenant: &str) -> Answer {
+    let members = broker.mesh.members();
+    let me = broker.mesh.node_id();
+    broker.ephemeral.follow(&members, me);
+    let others = members.iter().filter(|node| node.as_str() != me);
+    let asked = others.map(|node| async move {
+        let answer = broker
+            .mesh
+            .forward(node, tenant, Call::Held, LIST_WAIT)
+            .await;
+        let rows = answer
+            .ok()
+            .filter(|a| a.status == 200)
+            .and_then(|a| serde_json::from_str::<Vec<serde_json::Value>>(&a.body).ok());
+        (node.clone(), rows)
+    });
+    let mut held = run::held(&broker.ephemeral, tenant, me);
+    let mut unanswered = Vec::new();
+    for (node, rows) in futures_util::future::join_all(asked).await {
+        match rows {
+            Some(rows) => held.extend(rows),
+            None => unanswered.push(node),
+        }
+    }
+    run::queues(&env(broker), tenant, held, unanswered).await
 }
 
 /// Runs `call` for `tenant` on the queue's owner node and answers what it answered.

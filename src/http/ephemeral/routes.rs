@@ -14,7 +14,6 @@ use crate::domain::ephemeral::{
     ack_entries, group_name, partition_name, push_payloads, queue_name, Call, EphemeralInputError,
     EphemeralOptions, PopRequest,
 };
-use crate::ephemeral::run;
 use crate::http::body::read_body;
 use crate::http::state::AppState;
 
@@ -225,14 +224,13 @@ pub async fn ack(
     path = "/api/v1/ephemeral/queues",
     tag = "ephemeral",
     responses(
-        (status = 200, description = "`{count, queues: [{queue, tier, declared, depth, bytes, partitions, groups, drops, options}]}`: the tenant's declared queues and those this node holds", body = Object),
+        (status = 200, description = "`{count, queues: [{queue, tier, declared, node, depth, bytes, partitions, groups, drops, options}], unanswered}`: the tenant's declared queues and those any node holds, with the gauges of the node that holds each (`node`; null for a declared queue no node holds now); `unanswered` names the nodes that did not answer within 2 s, whose queues may be missing", body = Object),
         (status = 503, description = "the database could not list the declarations; `Retry-After`", body = crate::http::openapi::kv_schemas::KvErrorBody)
     )
 )]
 pub async fn queues(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     let tenant = state.tenant(&req);
-    let env = crate::ephemeral::serve::env(&state.broker);
-    dispatch::respond(run::queues(&env, tenant.as_str()).await)
+    dispatch::respond(crate::ephemeral::serve::list(&state.broker, tenant.as_str()).await)
 }
 
 /// `GET /api/v1/ephemeral/queues/{queue}/depth`.

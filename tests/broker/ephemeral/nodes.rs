@@ -211,3 +211,36 @@ async fn a_queue_that_comes_back_to_a_former_owner_comes_back_empty() {
         "a brought back contents from before: {got:?}"
     );
 }
+
+#[actix_rt::test]
+async fn every_node_lists_the_queues_every_node_holds() {
+    let cluster = TestCluster::start(3, Options::meshed()).await;
+    wait_mesh_connected(&cluster).await;
+    let nodes = cluster.nodes();
+    // Queues made by a push through node a (never declared), one owned by each node, the
+    // queue owned by node n holding n + 1 messages.
+    let owned: Vec<(String, &str, usize)> = ["a", "b", "c"]
+        .iter()
+        .enumerate()
+        .map(|(n, id)| (queue_owned_by(&["a", "b", "c"], id, "listed"), *id, n + 1))
+        .collect();
+    for (queue, _, count) in &owned {
+        let payloads: Vec<Value> = (0..*count).map(|k| json!(k)).collect();
+        push(&nodes[0], queue, &payloads).await;
+    }
+    for node in nodes {
+        let (status, body) = node.get("/api/v1/ephemeral/queues").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["unanswered"], json!([]), "node {}: {body}", node.id);
+        for (queue, owner_id, count) in &owned {
+            let row = body["queues"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["queue"] == queue.as_str())
+                .unwrap_or_else(|| panic!("node {} does not list {queue}: {body}", node.id));
+            assert_eq!(row["node"], *owner_id, "node {}: {row}", node.id);
+            assert_eq!(row["depth"], *count, "node {}: {row}", node.id);
+        }
+    }
+}
