@@ -181,5 +181,11 @@ fn print_flood(f: &Flood) {
         mib(f.peak),
         if f.within() { "yes" } else { "NO" }
     );
+    println!(
+        "  growth over the flood {:.1} MiB; within cap + the {:.0} MiB README allows beside it: {}",
+        mib(f.peak.saturating_sub(f.before)),
+        mib(flood::ALLOWANCE),
+        if f.within_allowance() { "yes" } else { "NO" }
+    );
     println!("  broker gauges after: {}", f.gauges);
 }
