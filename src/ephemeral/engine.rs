@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde_json::{json, Value};
 
 use super::budget::Budget;
+use super::counters::Counters;
 use super::owner::owner;
 use super::queue::{Ctx, Queue};
 use crate::domain::ephemeral::EphemeralOptions;
@@ -26,6 +27,8 @@ pub struct Ephemeral {
     queues: RwLock<HashMap<QueueKey, Arc<Queue>>>,
     /// The mesh members as this engine last saw them (who owns what).
     members: Mutex<Vec<String>>,
+    /// What only grows: losses of queues no longer held, calls forwarded.
+    pub counters: Counters,
 }
 
 impl Ephemeral {
@@ -40,6 +43,7 @@ impl Ephemeral {
             ring_ids: AtomicU64::new(1),
             queues: RwLock::new(HashMap::new()),
             members: Mutex::new(Vec::new()),
+            counters: Counters::default(),
         }
     }
 
@@ -89,15 +93,26 @@ impl Ephemeral {
 
     /// Forgets a queue, dropping its contents; true when this node held it.
     pub fn remove(&self, key: &QueueKey) -> bool {
-        let removed = self.queues.write().expect("ephemeral map lock").remove(key);
-        match removed {
+        // The map stays locked while the counters are retired, so a snapshot (which reads
+        // both under the map's lock) never misses a queue's counters.
+        let mut map = self.queues.write().expect("ephemeral map lock");
+        match map.remove(key) {
             Some(queue) => {
-                queue.lock().clear(&self.budget);
-                queue.pushed.notify_waiters();
+                self.retire(&queue);
                 true
             }
             None => false,
         }
+    }
+
+    /// Drops a queue's contents, keeps its counters, and wakes its parked pops.
+    fn retire(&self, queue: &Queue) {
+        let mut state = queue.lock();
+        state.clear(&self.budget);
+        let (losses, refused) = state.losses();
+        drop(state);
+        self.counters.retire(losses, refused);
+        queue.pushed.notify_waiters();
     }
 
     /// The queues of one tenant this node holds, by name.
@@ -119,8 +134,7 @@ impl Ephemeral {
         let gone: Vec<QueueKey> = map.keys().filter(|k| !keep(k)).cloned().collect();
         for key in gone {
             if let Some(queue) = map.remove(&key) {
-                queue.lock().clear(&self.budget);
-                queue.pushed.notify_waiters();
+                self.retire(&queue);
             }
         }
     }
@@ -137,10 +151,19 @@ impl Ephemeral {
         self.retain(|(tenant, queue)| !matches!(owner(members, tenant, queue), Some(o) if o != me));
     }
 
-    /// The gauges for `/metrics`: bytes held against the cap, messages, drops, refusals.
+    /// The figures for `/metrics`: gauges (queues held, that is owned; bytes held against
+    /// the cap; messages) and counters (drops, expiries, retries exhausted and refusals,
+    /// queues no longer held included; calls forwarded to an owner).
     pub fn snapshot(&self) -> Value {
         let map = self.queues.read().expect("ephemeral map lock");
-        let (mut messages, mut dropped, mut expired, mut exhausted, mut refused) = (0, 0, 0, 0, 0);
+        let (retired, retired_refused) = self.counters.retired();
+        let mut messages = 0;
+        let (mut dropped, mut expired, mut exhausted, mut refused) = (
+            retired.dropped,
+            retired.expired,
+            retired.retries_exhausted,
+            retired_refused,
+        );
         for queue in map.values() {
             let state = queue.lock();
             let (losses, refusals) = state.losses();
@@ -159,6 +182,51 @@ impl Ephemeral {
             "expired": expired,
             "retriesExhausted": exhausted,
             "refused": refused,
+            "forwarded": self.counters.forwarded_json(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dropped(engine: &Ephemeral) -> u64 {
+        engine.snapshot()["dropped"].as_u64().unwrap()
+    }
+
+    /// The snapshot's losses feed Prometheus counters: a queue that leaves this node
+    /// (deleted, or moved to another owner) must not take its counts with it.
+    #[test]
+    fn losses_outlive_the_queues_this_node_stops_holding() {
+        let engine = Ephemeral::new(1 << 20);
+        let options = EphemeralOptions {
+            max_length: 1,
+            policy: crate::domain::ephemeral::Policy::DropOldest,
+            ..EphemeralOptions::default()
+        };
+        for queue in ["gone", "moved"] {
+            let q = engine.get_or_insert((String::new(), queue.into()), options.clone(), true);
+            for payload in ["1", "2", "3"] {
+                q.lock()
+                    .push("p", &[payload.into()], &engine.ctx())
+                    .unwrap();
+            }
+        }
+        assert_eq!(dropped(&engine), 4, "two dropped to make room in each");
+
+        assert!(engine.remove(&(String::new(), "gone".into())));
+        assert_eq!(
+            dropped(&engine),
+            5,
+            "its held message dropped, earlier drops kept"
+        );
+        engine.retain(|(_, q)| q != "moved");
+        let snapshot = engine.snapshot();
+        assert_eq!(
+            (snapshot["dropped"].as_u64(), snapshot["queues"].as_u64()),
+            (Some(6), Some(0))
+        );
+        assert_eq!(snapshot["bytesHeld"], 0);
     }
 }

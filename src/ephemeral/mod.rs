@@ -2,7 +2,8 @@
 //! (`sql/migrations/071_ephemeral.sql`). For presence, telemetry and live fan-out, where
 //! speed matters and a restart may lose what is in flight.
 //!
-//! - [`engine`]: every queue this node owns and the broker-wide byte [`budget`].
+//! - [`engine`]: every queue this node owns and the broker-wide byte [`budget`];
+//!   [`counters`]: what only grows (losses of queues gone, calls forwarded).
 //! - [`queue`]: one queue, its rings and the `Notify` a push rings for parked pops.
 //! - [`ring`]: one (queue, partition) ring: FIFO, bounded by bytes and length, TTL.
 //! - [`cursor`]: one group's place in a ring and its leases (redelivery, attempts).
@@ -13,6 +14,7 @@
 //! (README "Ephemeral queues").
 
 pub mod budget;
+pub mod counters;
 pub mod cursor;
 pub mod engine;
 pub mod owner;

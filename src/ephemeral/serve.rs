@@ -74,6 +74,7 @@ pub async fn serve(broker: &Broker, tenant: &str, call: Call) -> Answer {
     if to == me {
         return run::run(&env(broker), tenant, call).await;
     }
+    broker.ephemeral.counters.forwarding(&call);
     let wait = match &call {
         Call::Pop(pop) => Duration::from_millis(pop.wait_ms) + FORWARD_WAIT,
         _ => FORWARD_WAIT,

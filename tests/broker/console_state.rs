@@ -128,3 +128,63 @@ async fn the_locks_page_shows_each_holder_and_its_token() {
     assert!(table.contains("crawlers"), "{table}");
     assert!(table.contains(&token.to_string()), "token {token}: {table}");
 }
+
+/// The ephemeral page lists declared queues and the ones this node holds, and a queue's
+/// page shows its depth: rings, groups with their leases, and what it lost.
+#[actix_rt::test]
+async fn the_ephemeral_page_lists_queues_and_shows_a_queue_depth() {
+    let b = TestBroker::start().await;
+    let (status, body) = b
+        .post(
+            "/api/v1/ephemeral/configure",
+            &json!({"queue": "presence", "options": {"policy": "dropOldest", "maxLength": 3}}),
+        )
+        .await;
+    assert!(status.is_success(), "{body}");
+    for (queue, n) in [("presence", 5), ("telemetry", 2)] {
+        let messages: Vec<Value> = (0..n).map(|i| json!({"payload": {"i": i}})).collect();
+        for m in messages {
+            let (status, body) = b
+                .post(
+                    "/api/v1/ephemeral/push",
+                    &json!({"queue": queue, "messages": [m]}),
+                )
+                .await;
+            assert!(status.is_success(), "{body}");
+        }
+    }
+    let (status, popped) = b
+        .get("/api/v1/ephemeral/pop?queue=presence&group=dashboard&batch=1")
+        .await;
+    assert!(status.is_success(), "{popped}");
+    let browser = Browser::start().await;
+
+    browser.goto(&b.url("/console/ephemeral")).await;
+    let table = browser
+        .text_when("#ephemeral-queues tbody", |t| {
+            t.contains("presence") && t.contains("telemetry")
+        })
+        .await;
+    assert!(table.contains("dropOldest"), "{table}");
+    assert!(
+        table.contains("no (defaults)"),
+        "telemetry is undeclared: {table}"
+    );
+    browser.screenshot(&shots(), "ephemeral").await;
+    browser
+        .click(r#"a[href="/console/ephemeral/presence"]"#)
+        .await;
+    let groups = browser
+        .text_when("#ephemeral-group-table tbody", |t| t.contains("dashboard"))
+        .await;
+    // Cells run together in textContent: group, not yet delivered, leased.
+    assert!(groups.contains("dashboard21"), "{groups}");
+    let figures = browser
+        .text_when("#ephemeral-figures", |t| t.contains("pending"))
+        .await;
+    assert!(
+        figures.contains("pending3") && figures.contains("dropped2"),
+        "maxLength 3, five pushed under dropOldest: {figures}"
+    );
+    browser.screenshot(&shots(), "ephemeral-queue").await;
+}

@@ -43,6 +43,9 @@ pub enum Command {
     /// A streams cycle (one batch's sink pushes and ack in one transaction) against plain
     /// pop + push + ack of the same messages, in the same run.
     Streams(Box<crate::streams::StreamsArgs>),
+    /// Ephemeral queues: push + pop + ack at batch 10 against durable queues, push →
+    /// parked-pop latency on the owner node and forwarded, resident memory under a flood.
+    Ephemeral(Box<crate::ephemeral::EphemeralArgs>),
 }
 
 /// One scenario.
@@ -273,7 +276,8 @@ mod tests {
             | Command::Parked(_)
             | Command::Kv(_)
             | Command::Timers(_)
-            | Command::Streams(_) => Err("parsed as another command".to_owned()),
+            | Command::Streams(_)
+            | Command::Ephemeral(_) => Err("parsed as another command".to_owned()),
         }
     }
 

@@ -19,7 +19,7 @@ use std::time::Instant;
 use tokio_postgres::Client;
 
 use crate::pg;
-use crate::spawn::{self, SpawnedBroker};
+use crate::spawn::SpawnedBroker;
 
 mod args;
 mod baseline;
@@ -63,11 +63,7 @@ async fn server(args: &KvArgs) -> anyhow::Result<(String, String, Option<Spawned
     match (&args.url, &args.database_url) {
         (Some(u), Some(d)) => Ok((u.clone(), d.clone(), None)),
         _ => {
-            let binary = match &args.broker_bin {
-                Some(b) => b.clone(),
-                None => spawn::default_binary()?,
-            };
-            let s = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
+            let s = args.launch.start(&[]).await?;
             Ok((s.url.clone(), s.database_url.clone(), Some(s)))
         }
     }

@@ -11,7 +11,9 @@
 //! long-polls cost (`queen-bench parked`), [`kv`] the key/value route against a plain
 //! table (`queen-bench kv`), [`timers`] durable timers' schedule, fire and lateness
 //! figures (`queen-bench timers`), [`streams`] a streams cycle against plain pop + push +
-//! ack (`queen-bench streams`).
+//! ack (`queen-bench streams`), [`ephemeral`] ephemeral queues against durable ones, their
+//! push → parked-pop latency and their memory under a flood (`queen-bench ephemeral`);
+//! [`launch`] holds the flags of every subcommand that starts the broker.
 
 mod arg_values;
 mod args;
@@ -19,7 +21,9 @@ mod baseline;
 mod broker;
 mod ceiling;
 mod cpu;
+mod ephemeral;
 mod kv;
+mod launch;
 mod parked;
 mod pg;
 mod phase;
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Command::Kv(kv_args) => on_runtime(kv::main(*kv_args)),
         Command::Timers(timers_args) => on_runtime(timers::main(*timers_args)),
         Command::Streams(streams_args) => on_runtime(streams::main(*streams_args)),
+        Command::Ephemeral(e) => on_runtime(ephemeral::main(*e)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

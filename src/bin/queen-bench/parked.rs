@@ -18,7 +18,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::cpu;
-use crate::spawn::{self, SpawnedBroker};
 use crate::stats::Latency;
 
 mod args;
@@ -57,11 +56,7 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     let (groups, queues) = (args.groups as usize, args.queues as usize);
     raise_fd_limit((args.pops + idle_count) as u64 + 4096)?;
     let load_start = load_average();
-    let binary = match &args.broker_bin {
-        Some(b) => b.clone(),
-        None => spawn::default_binary()?,
-    };
-    let mut broker = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
+    let mut broker = args.launch.start(&[]).await?;
     let pid = broker.pid().context("the broker has no pid")?;
     let server: SocketAddr = broker
         .url

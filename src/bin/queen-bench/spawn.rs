@@ -157,7 +157,8 @@ impl Drop for SpawnedBroker {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
+/// A TCP port nothing listens on now (for a broker's HTTP or mesh port).
+pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(listener.local_addr()?.port())
 }

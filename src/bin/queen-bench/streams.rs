@@ -17,7 +17,7 @@ use anyhow::{ensure, Context};
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
-use crate::spawn::{self, SpawnedBroker};
+use crate::spawn::SpawnedBroker;
 use crate::{cpu, pg};
 
 mod args;
@@ -93,11 +93,7 @@ async fn server(args: &StreamsArgs) -> anyhow::Result<(String, String, Option<Sp
     match (&args.url, &args.database_url) {
         (Some(u), Some(d)) => Ok((u.trim_end_matches('/').to_owned(), d.clone(), None)),
         _ => {
-            let binary = match &args.broker_bin {
-                Some(b) => b.clone(),
-                None => spawn::default_binary()?,
-            };
-            let s = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
+            let s = args.launch.start(&[]).await?;
             Ok((s.url.clone(), s.database_url.clone(), Some(s)))
         }
     }

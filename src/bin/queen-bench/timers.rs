@@ -10,7 +10,7 @@
 //! Map: [`args`] (command line), [`phases`] (each phase and its figures).
 
 use crate::pg;
-use crate::spawn::{self, SpawnedBroker};
+use crate::spawn::SpawnedBroker;
 
 mod args;
 mod phases;
@@ -23,11 +23,7 @@ pub async fn main(args: TimersArgs) -> anyhow::Result<()> {
         (Some(u), Some(d)) => (u.clone(), Some(d.clone()), None),
         (Some(u), None) => (u.clone(), None, None),
         _ => {
-            let binary = match &args.broker_bin {
-                Some(b) => b.clone(),
-                None => spawn::default_binary()?,
-            };
-            let s = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
+            let s = args.launch.start(&[]).await?;
             (s.url.clone(), Some(s.database_url.clone()), Some(s))
         }
     };

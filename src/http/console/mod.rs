@@ -12,7 +12,7 @@ use actix_web::{web, HttpResponse};
 use super::error::ApiError;
 
 /// The compiled-in files: name under `/console/assets/`, content type, bytes.
-const ASSETS: [(&str, &str, &[u8]); 6] = [
+const ASSETS: [(&str, &str, &[u8]); 7] = [
     (
         "core.js",
         "text/javascript; charset=utf-8",
@@ -37,6 +37,11 @@ const ASSETS: [(&str, &str, &[u8]); 6] = [
         "timers.js",
         "text/javascript; charset=utf-8",
         include_bytes!("assets/timers.js"),
+    ),
+    (
+        "ephemeral.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/ephemeral.js"),
     ),
     (
         "style.css",

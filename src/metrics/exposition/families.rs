@@ -13,6 +13,34 @@ pub type Family = (
 /// Counters: numbers that only grow while the process lives.
 pub const COUNTERS: &[Family] = &[
     (
+        "queen_ephemeral_messages_lost_total",
+        "ephemeral messages this node's queues lost other than by an ack: dropped (dropOldest \
+         made room, a reset, a delete or an ownership move), expired (TTL), retries exhausted",
+        "cause",
+        &[
+            ("dropped", "/ephemeral/dropped"),
+            ("expired", "/ephemeral/expired"),
+            ("retries_exhausted", "/ephemeral/retriesExhausted"),
+        ],
+    ),
+    (
+        "queen_ephemeral_pushes_refused_total",
+        "ephemeral pushes this node refused with nothing stored (429 queue_full or broker_full, \
+         413 too_large)",
+        "",
+        &[("", "/ephemeral/refused")],
+    ),
+    (
+        "queen_ephemeral_forwarded_total",
+        "ephemeral calls this node forwarded over the mesh to the queue's owner",
+        "call",
+        &[
+            ("push", "/ephemeral/forwarded/push"),
+            ("pop", "/ephemeral/forwarded/pop"),
+            ("ack", "/ephemeral/forwarded/ack"),
+        ],
+    ),
+    (
         "queen_timers_fired_total",
         "timers this node's fire loop turned into messages",
         "",
@@ -196,6 +224,30 @@ pub const COUNTERS: &[Family] = &[
 
 /// Gauges: numbers that go up and down.
 pub const GAUGES: &[Family] = &[
+    (
+        "queen_ephemeral_queues_owned",
+        "ephemeral queues this node owns and holds in memory",
+        "",
+        &[("", "/ephemeral/queues")],
+    ),
+    (
+        "queen_ephemeral_messages",
+        "ephemeral messages this node holds",
+        "",
+        &[("", "/ephemeral/messages")],
+    ),
+    (
+        "queen_ephemeral_bytes_held",
+        "bytes of ephemeral messages this node holds (payload plus 128 per message)",
+        "",
+        &[("", "/ephemeral/bytesHeld")],
+    ),
+    (
+        "queen_ephemeral_max_bytes",
+        "QUEEN_EPHEMERAL_MAX_BYTES: the most ephemeral bytes this node holds",
+        "",
+        &[("", "/ephemeral/maxBytes")],
+    ),
     (
         "queen_timers_pending",
         "pending timers of every tenant, as this node's fire loop last counted them",

@@ -197,3 +197,46 @@ fn a_tenant_scrape_has_its_queue_gauges_and_no_node_wide_families() {
         );
     }
 }
+
+/// The ephemeral families read the engine's own snapshot (`/metrics`' `ephemeral`), so a
+/// renamed field there shows up here as a missing series.
+#[test]
+fn the_ephemeral_engines_figures_are_typed_counters_and_gauges() {
+    use crate::domain::ephemeral::{Call, EphemeralOptions};
+    use crate::ephemeral::Ephemeral;
+
+    let engine = Ephemeral::new(1 << 20);
+    let options = EphemeralOptions::parse(Some(&json!({"maxLength": 2, "policy": "dropOldest"})))
+        .expect("valid options");
+    let queue = engine.get_or_insert((String::new(), "live".into()), options, true);
+    for k in 0..5 {
+        queue
+            .lock()
+            .push("p", &[k.to_string()], &engine.ctx())
+            .expect("dropOldest makes room");
+    }
+    let push = Call::Push {
+        queue: "elsewhere".into(),
+        partition: None,
+        payloads: vec!["1".into()],
+    };
+    engine.counters.forwarding(&push);
+    engine.counters.forwarding(&push);
+
+    let text = render(&json!({"ephemeral": engine.snapshot()}), None, true, true);
+
+    for line in [
+        "# TYPE queen_ephemeral_messages_lost_total counter\n",
+        "queen_ephemeral_messages_lost_total{cause=\"dropped\"} 3\n",
+        "queen_ephemeral_messages_lost_total{cause=\"expired\"} 0\n",
+        "# TYPE queen_ephemeral_pushes_refused_total counter\nqueen_ephemeral_pushes_refused_total 0\n",
+        "queen_ephemeral_forwarded_total{call=\"push\"} 2\n",
+        "queen_ephemeral_forwarded_total{call=\"ack\"} 0\n",
+        "# TYPE queen_ephemeral_queues_owned gauge\nqueen_ephemeral_queues_owned 1\n",
+        "# TYPE queen_ephemeral_messages gauge\nqueen_ephemeral_messages 2\n",
+        "queen_ephemeral_bytes_held 258\n",
+        "queen_ephemeral_max_bytes 1048576\n",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+}

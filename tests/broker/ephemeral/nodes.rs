@@ -89,6 +89,14 @@ async fn producers_and_consumers_on_different_nodes_share_one_queue() {
         (200, 200),
         "no loss, no duplicate"
     );
+    // Each producer node forwarded its ten pushes to the owner; the owner forwarded none.
+    for (node, pushes) in nodes.iter().zip([0, 10, 10]) {
+        let (_, metrics) = node.get("/metrics").await;
+        let forwarded = &metrics["ephemeral"]["forwarded"];
+        assert_eq!(forwarded["push"], pushes, "node {}: {forwarded}", node.id);
+    }
+    let (_, owner_metrics) = nodes[0].get("/metrics").await;
+    assert_eq!(owner_metrics["ephemeral"]["queues"], 1, "a owns the queue");
     for node in nodes {
         let (_, depth) = node
             .get(&format!("/api/v1/ephemeral/queues/{queue}/depth"))

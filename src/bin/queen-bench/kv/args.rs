@@ -21,15 +21,9 @@ pub struct KvArgs {
     /// Process id of a broker given by --url, to read its CPU time from /proc.
     #[arg(long)]
     pub broker_pid: Option<i32>,
-    /// Broker binary to start when --url is absent [default: `queen` beside this binary].
-    #[arg(long)]
-    pub broker_bin: Option<PathBuf>,
-    /// Extra environment for a broker this tool starts (KEY=VALUE, repeatable).
-    #[arg(long = "broker-env", value_parser = crate::arg_values::parse_env_pair)]
-    pub broker_env: Vec<(String, String)>,
-    /// Folder under which a broker this tool starts keeps its embedded PostgreSQL.
-    #[arg(long, default_value = "/tmp")]
-    pub work_dir: PathBuf,
+    /// How to start the broker when --url is absent.
+    #[command(flatten)]
+    pub launch: crate::launch::LaunchArgs,
     /// Concurrent clients of the put, get, batch, incr and lock phases.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub clients: u32,

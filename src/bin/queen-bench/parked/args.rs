@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::arg_values::{parse_duration, parse_env_pair};
+use crate::arg_values::parse_duration;
 
 /// How many pops to park, where, and how long to watch them.
 #[derive(Debug, Clone, Args)]
@@ -41,15 +41,9 @@ pub struct ParkedArgs {
     /// Connections opened at once.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     pub connect_concurrency: u64,
-    /// Broker binary [default: `queen` beside this binary].
-    #[arg(long)]
-    pub broker_bin: Option<PathBuf>,
-    /// Extra environment for the broker (KEY=VALUE, repeatable).
-    #[arg(long = "broker-env", value_parser = parse_env_pair)]
-    pub broker_env: Vec<(String, String)>,
-    /// Folder under which the broker keeps its embedded PostgreSQL.
-    #[arg(long, default_value = "/tmp")]
-    pub work_dir: PathBuf,
+    /// How to start the broker when --url is absent.
+    #[command(flatten)]
+    pub launch: crate::launch::LaunchArgs,
     /// Write the figures as JSON here.
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -1,7 +1,5 @@
 //! `queen-bench streams`: its command line.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 /// Which broker and how many messages.
@@ -14,15 +12,9 @@ pub struct StreamsArgs {
     /// The broker's database, with `--url`: transactions and PostgreSQL CPU are read there.
     #[arg(long)]
     pub database_url: Option<String>,
-    /// Broker binary to start when --url is absent [default: `queen` beside this binary].
-    #[arg(long)]
-    pub broker_bin: Option<PathBuf>,
-    /// Extra environment for a broker this tool starts (KEY=VALUE, repeatable).
-    #[arg(long = "broker-env", value_parser = crate::arg_values::parse_env_pair)]
-    pub broker_env: Vec<(String, String)>,
-    /// Folder under which a broker this tool starts keeps its embedded PostgreSQL.
-    #[arg(long, default_value = "/tmp")]
-    pub work_dir: PathBuf,
+    /// How to start the broker when --url is absent.
+    #[command(flatten)]
+    pub launch: crate::launch::LaunchArgs,
     /// Source partitions, each holding one batch of `--batch` messages.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub partitions: u32,

@@ -1,7 +1,5 @@
 //! `queen-bench timers`: its command line.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 /// Which broker, and the sizes of each phase.
@@ -19,15 +17,9 @@ pub struct TimersArgs {
     /// Process id of a broker given by --url, to read its CPU time from /proc.
     #[arg(long)]
     pub broker_pid: Option<i32>,
-    /// Broker binary to start when --url is absent [default: `queen` beside this binary].
-    #[arg(long)]
-    pub broker_bin: Option<PathBuf>,
-    /// Extra environment for a broker this tool starts (KEY=VALUE, repeatable).
-    #[arg(long = "broker-env", value_parser = crate::arg_values::parse_env_pair)]
-    pub broker_env: Vec<(String, String)>,
-    /// Folder under which a broker this tool starts keeps its embedded PostgreSQL.
-    #[arg(long, default_value = "/tmp")]
-    pub work_dir: PathBuf,
+    /// How to start the broker when --url is absent.
+    #[command(flatten)]
+    pub launch: crate::launch::LaunchArgs,
     /// Concurrent clients of the schedule phases.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub clients: u32,
