@@ -55,7 +55,7 @@
 //! connection and claims from lent ring candidates through `queen.log_pop_list_v1` (a
 //! group's first pop uses `queen.log_pop_wildcard_bin_v1`, which seeds its cursors; named
 //! partitions and namespace/task pops have procedures of their own). All of them funnel
-//! into `queen.log_pop_v1`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
+//! into `queen.log_pop_v3`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
 //! forward scan, then auto-ack or lease. Verdicts go back to the actor (leased and held
 //! partitions onto its wheel). What a plan lends (candidates, the one reseed in flight)
 //! travels inside the actor's reply and gives itself back when dropped, so a client that
