@@ -29,8 +29,6 @@
 //!   forwards to the queue's owner node.
 //! - [`ephemeral`]: ephemeral queues: contents in the owner node's memory only (rings,
 //!   cursors, leases, a broker-wide byte budget), declarations in PostgreSQL.
-//! - [`spool`]: the push spool: pushes written to local, `fsync`ed files while PostgreSQL
-//!   is away (or push maintenance is on), answered `buffered`, and replayed in order.
 //! - [`auth`]: JWT verification, the role each route needs and the tenant a token names;
 //!   `http::auth` is the gate that applies them to requests when `JWT_ENABLED` is on (the
 //!   request's tenant, default without auth, is then part of every key and SQL call).
@@ -95,6 +93,5 @@ pub mod metrics;
 pub mod retention;
 pub mod segment;
 pub mod shutdown;
-pub mod spool;
 pub mod telemetry;
 pub mod timers;
