@@ -258,7 +258,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     info!(addr = %mesh_addr, node_id = %config.mesh.node_id, "mesh listening");
     let refresher = maintenance::spawn_refresher(broker.clone());
     let follower = crate::ephemeral::serve::spawn_follower(&broker);
-    let replay = spool.map(|spool| crate::spool::replay::spawn(broker.clone(), spool));
+    let replay = spool.map(|spool| crate::log::spool::replay::spawn(broker.clone(), spool));
     let sweeper_id = format!("{}/{}", config.mesh.node_id, uuid::Uuid::new_v4());
     let sweeper = retention::spawn(broker.clone(), sweeper_id.clone());
     let fire_loop = crate::timers::spawn(broker.clone());
@@ -319,13 +319,15 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
 /// Opens the push spool (its recovery reads what earlier runs left). A folder given by
 /// `FILE_BUFFER_DIR` that cannot be used stops the start; the default one only turns the
 /// spool off, with an error in the log.
-async fn open_spool(config: &Config) -> Result<Option<Arc<crate::spool::Spool>>, StartupError> {
+async fn open_spool(
+    config: &Config,
+) -> Result<Option<Arc<crate::log::spool::Spool>>, StartupError> {
     if !config.spool.enabled() {
         info!("push spool off (FILE_BUFFER_MAX_BYTES=0)");
         return Ok(None);
     }
     let settings = config.spool.clone();
-    let opened = tokio::task::spawn_blocking(move || crate::spool::Spool::open(&settings))
+    let opened = tokio::task::spawn_blocking(move || crate::log::spool::Spool::open(&settings))
         .await
         .map_err(StartupError::Task)?;
     let dir = config.spool.dir.clone();

@@ -43,7 +43,7 @@ pub struct Broker {
     pub maintenance_changes: std::sync::Mutex<u64>,
     /// This node's push spool; `None` when `FILE_BUFFER_MAX_BYTES` is 0 or its default
     /// folder could not be used.
-    pub spool: Option<Arc<crate::spool::Spool>>,
+    pub spool: Option<Arc<crate::log::spool::Spool>>,
     /// The effective configuration.
     pub config: Arc<Config>,
     /// The peer mesh: hints to other nodes.

@@ -29,8 +29,6 @@
 //!   forwards to the queue's owner node.
 //! - [`ephemeral`]: ephemeral queues: contents in the owner node's memory only (rings,
 //!   cursors, leases, a broker-wide byte budget), declarations in PostgreSQL.
-//! - [`spool`]: the push spool: pushes written to local, `fsync`ed files while PostgreSQL
-//!   is away (or push maintenance is on), answered `buffered`, and replayed in order.
 //! - [`auth`]: JWT verification, the role each route needs and the tenant a token names;
 //!   `http::auth` is the gate that applies them to requests when `JWT_ENABLED` is on (the
 //!   request's tenant, default without auth, is then part of every key and SQL call).
@@ -55,7 +53,7 @@
 //! connection and claims from lent ring candidates through `queen.log_pop_list_v1` (a
 //! group's first pop uses `queen.log_pop_wildcard_bin_v1`, which seeds its cursors; named
 //! partitions and namespace/task pops have procedures of their own). All of them funnel
-//! into `queen.log_pop_v1`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
+//! into `queen.log_pop_v3`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
 //! forward scan, then auto-ack or lease. Verdicts go back to the actor (leased and held
 //! partitions onto its wheel). What a plan lends (candidates, the one reseed in flight)
 //! travels inside the actor's reply and gives itself back when dropped, so a client that
@@ -95,6 +93,5 @@ pub mod metrics;
 pub mod retention;
 pub mod segment;
 pub mod shutdown;
-pub mod spool;
 pub mod telemetry;
 pub mod timers;

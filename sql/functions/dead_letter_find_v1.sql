@@ -2,7 +2,7 @@
 --   -> SETOF queen.dead_letter_row
 --
 -- The dead letters of one message of the tenant, one per consumer group that filed it,
--- oldest failure first, in the row type queen.dead_letters_list_v1 answers (total is the
+-- oldest failure first, in the row type queen.dead_letters_list_v2 answers (total is the
 -- number of rows here). No rows when the partition is not the tenant's or nothing matches.
 --
 -- Read only: no locks. No notifications.

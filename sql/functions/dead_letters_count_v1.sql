@@ -2,7 +2,7 @@
 --   -> bigint
 --
 -- The number of the tenant's dead letters that match the filters of
--- queen.dead_letters_list_v1 (queue name, consumer group, partition name, failed_at in
+-- queen.dead_letters_list_v2 (queue name, consumer group, partition name, failed_at in
 -- [p_from, p_to]; each ignored when NULL): the `total` of the list's first row, 0 when
 -- there is none. The broker asks it only when a page of the list comes back empty, since
 -- then no row carries the list's `total`.
@@ -18,6 +18,7 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_count_v1(
 ) RETURNS bigint LANGUAGE sql STABLE AS $$
     -- The list's total over a one-row page: the filters live in one place.
     SELECT coalesce((SELECT l.total
-                     FROM queen.dead_letters_list_v1(p_tenant, p_queue, p_group, p_partition,
-                                                     p_from, p_to, 1, 0) l), 0);
+                     FROM queen.dead_letters_list_v2(p_tenant, p_queue, p_group,
+                                                     p_partition, p_from, p_to, 1, 0,
+                                                     9223372036854775807) l), 0);
 $$;

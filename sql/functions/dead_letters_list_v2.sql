@@ -1,15 +1,15 @@
 -- queen.dead_letters_list_v2(p_tenant, p_queue, p_group, p_partition, p_from, p_to,
 --                            p_limit, p_offset, p_max_bytes) -> SETOF queen.dead_letter_row
 --
--- queen.dead_letters_list_v1 with a bound on what one page reads: the tenant's dead
--- letters, newest failure first, filtered by queue name, consumer group, partition name
--- and failed_at in [p_from, p_to] (each filter ignored when NULL), paged by
--- p_limit/p_offset, and then cut after the last row whose segment copy keeps the page's
--- copies (blob bytes, counted in page order) within p_max_bytes. The first row of a page is
--- always answered, whatever its size. So a page may hold fewer than p_limit rows while
--- more match: the caller pages on from p_offset + the rows it got. Every row carries
--- `total`, the count of all matching dead letters; a page past the end has no row to carry
--- it, and the caller then asks queen.dead_letters_count_v1.
+-- The DLQ listing, with a bound on what one page reads: the tenant's dead letters, newest
+-- failure first, filtered by queue name, consumer group, partition name and failed_at in
+-- [p_from, p_to] (each filter ignored when NULL), paged by p_limit/p_offset, and then cut
+-- after the last row whose segment copy keeps the page's copies (blob bytes, counted in
+-- page order) within p_max_bytes. The first row of a page is always answered, whatever its
+-- size. So a page may hold fewer than p_limit rows while more match: the caller pages on
+-- from p_offset + the rows it got. Every row carries `total`, the count of all matching
+-- dead letters; a page past the end has no row to carry it, and the caller then asks
+-- queen.dead_letters_count_v1.
 --
 -- Each row carries the copy of the segment that held the message (segment_base, codec,
 -- producer, blob): the broker slices frame (message_offset - segment_base) out of it.

@@ -9,7 +9,8 @@
 -- key '<name>#<slot>', value {"owner": <owner or null>, "since": <acquire time>}, the
 -- permit's TTL as expires_at, and the row's version as the fencing token. Every write takes
 -- nextval('queen.kv_version'), so tokens rise strictly across holders and change at every
--- renew. Expired rows are invisible here and the KV sweeper removes them.
+-- renew. Expired rows are invisible here (a lock's live permits are queen.lock_slots_v1)
+-- and the KV sweeper removes them.
 -- Ops (every one has "op" and "name"; names hold no '#'):
 --   acquire name, ttl, owner, limit
 --     owner given and already holding a live slot below limit: that permit, with
@@ -78,14 +79,7 @@ BEGIN
                        'renewedAt', to_char(h.updated_at AT TIME ZONE 'UTC', c_time))
                        ORDER BY h.slot), '[]'::jsonb)
               INTO v_held
-              FROM (SELECT substr(k.key, length(v_name) + 2)::integer AS slot, k.value,
-                           k.version, k.expires_at, k.updated_at
-                      FROM queen.kv k
-                     WHERE k.tenant = p_tenant AND k.namespace = c_ns
-                       AND k.key >= v_name || '#' AND k.key < v_name || '$'
-                       AND COALESCE(k.expires_at, 'infinity') > v_now
-                       AND substr(k.key, length(v_name) + 2) ~ '^(0|[1-9][0-9]{0,3})$'
-                   ) h;
+              FROM queen.lock_slots_v1(p_tenant, v_name, v_now) h;
             v_results := v_results || jsonb_build_object(
                 'held', jsonb_array_length(v_held) > 0, 'holders', v_held);
             CONTINUE;
@@ -98,14 +92,9 @@ BEGIN
             v_mine := NULL;
             v_token := NULL;
             FOR r IN
-                SELECT substr(k.key, length(v_name) + 2)::integer AS slot,
-                       k.value ->> 'owner' AS owner, k.version
-                  FROM queen.kv k
-                 WHERE k.tenant = p_tenant AND k.namespace = c_ns
-                   AND k.key >= v_name || '#' AND k.key < v_name || '$'
-                   AND COALESCE(k.expires_at, 'infinity') > v_now
-                   AND substr(k.key, length(v_name) + 2) ~ '^(0|[1-9][0-9]{0,3})$'
-                 ORDER BY 1
+                SELECT h.slot, h.value ->> 'owner' AS owner, h.version
+                  FROM queen.lock_slots_v1(p_tenant, v_name, v_now) h
+                 ORDER BY h.slot
             LOOP
                 v_taken := v_taken || r.slot;
                 IF v_mine IS NULL AND v_owner IS NOT NULL AND r.owner = v_owner
@@ -141,11 +130,9 @@ BEGIN
                     ON CONFLICT (tenant, namespace, key) DO NOTHING
                     RETURNING k.version INTO v_token;
                     EXIT WHEN FOUND;
-                    UPDATE queen.kv k
-                       SET value = jsonb_build_object('owner', v_owner,
-                               'since', to_char(v_now AT TIME ZONE 'UTC', c_time)),
-                           version = nextval('queen.kv_version'),
-                           expires_at = v_now + v_ttl, updated_at = v_now
+                    -- An expired permit: taken by making it live again; the owner, since
+                    -- and token are stamped below, as for an inserted one.
+                    UPDATE queen.kv k SET expires_at = v_now + v_ttl
                      WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key
                        AND k.expires_at <= v_now
                     RETURNING k.version INTO v_token;
@@ -217,17 +204,11 @@ BEGIN
 
         -- A refused acquire or renew: who holds the lock now.
         v_now := clock_timestamp();
-        SELECT COALESCE(jsonb_agg(jsonb_build_object('slot', h.slot, 'owner', h.owner)
+        SELECT COALESCE(jsonb_agg(jsonb_build_object('slot', h.slot,
+                                                     'owner', h.value -> 'owner')
                                   ORDER BY h.slot), '[]'::jsonb)
           INTO v_held
-          FROM (SELECT substr(k.key, length(v_name) + 2)::integer AS slot,
-                       k.value -> 'owner' AS owner
-                  FROM queen.kv k
-                 WHERE k.tenant = p_tenant AND k.namespace = c_ns
-                   AND k.key >= v_name || '#' AND k.key < v_name || '$'
-                   AND COALESCE(k.expires_at, 'infinity') > v_now
-                   AND substr(k.key, length(v_name) + 2) ~ '^(0|[1-9][0-9]{0,3})$'
-               ) h;
+          FROM queen.lock_slots_v1(p_tenant, v_name, v_now) h;
         v_results[cardinality(v_results)] := v_results[cardinality(v_results)]
             || jsonb_build_object('holders', v_held);
     END LOOP;

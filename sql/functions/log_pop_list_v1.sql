@@ -7,9 +7,9 @@
 -- The hot-list pop: claims from a list of candidate partition ids the broker keeps. Tries
 -- them in the given order through queen.log_pop_v3 with a global budget of p_batch
 -- messages over at most p_partitions claimed partitions. The queue's options and the
--- group's conflation flag are read once per call and passed down, which keeps a pop to a
--- few statements (reading them per candidate cost about fourteen statements a pop, each
--- with its executor start-up).
+-- group's conflation flag are read once per call (queen.log_pop_options_v1) and passed
+-- down, which keeps a pop to a few statements (reading them per candidate cost about
+-- fourteen statements a pop, each with its executor start-up).
 --
 -- Returns the claimed segment rows (verdict = 'row') and then exactly one verdict row per
 -- candidate, so the broker can check every candidate back into its ring:
@@ -82,26 +82,13 @@ DECLARE
     v_retry      timestamptz[] := '{}';
     v_pending    bigint[] := '{}';
     v_names      text[] := '{}';
-    v_conflate   boolean;
     i            integer;
 BEGIN
-    SELECT q.id, q.lease_time, q.delayed_processing, q.window_buffer, q.ttl_seconds,
-           q.max_wait_time_seconds, q.retry_limit,
-           coalesce(q.dead_letter_queue, true) AS dead_letters,
-           coalesce(q.dead_letter_queue, true) AND coalesce(q.dlq_after_max_retries, true)
-               AS retry_dead_letters
-    INTO v_q
-    FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
-    v_qid := v_q.id;
-    v_delay := v_q.delayed_processing;
-    v_window := v_q.window_buffer;
+    SELECT * INTO v_q FROM queen.log_pop_options_v1(p_tenant, p_queue, p_group);
+    v_qid := v_q.queue_id;
+    v_delay := v_q.delay_secs;
+    v_window := v_q.window_secs;
     v_lease := coalesce(p_lease_seconds, v_q.lease_time, 60);
-    IF p_group <> '__QUEUE_MODE__' THEN
-        SELECT m.conflation INTO v_conflate
-        FROM queen.consumer_groups_metadata m
-        WHERE m.consumer_group = p_group AND m.queue_id = v_qid;
-    END IF;
-    v_conflate := coalesce(v_conflate, false);
 
     FOR i IN 1 .. coalesce(cardinality(p_candidates), 0) LOOP
         v_pid := p_candidates[i];
@@ -127,8 +114,8 @@ BEGIN
         INTO v_rows, v_got, v_end
         FROM queen.log_pop_v3(v_qid, v_pid, p_group, p_worker, v_budget, v_lease,
                               p_auto_ack, p_sub_mode, p_sub_from, p_skip_window,
-                              v_delay, v_window, v_conflate, v_q.ttl_seconds,
-                              v_q.max_wait_time_seconds, v_q.retry_limit,
+                              v_delay, v_window, coalesce(v_q.conflate, false),
+                              v_q.ttl_secs, v_q.max_wait_secs, v_q.retry_limit,
                               coalesce(v_q.dead_letters, true),
                               coalesce(v_q.retry_dead_letters, true)) r;
         IF v_got > 0 THEN

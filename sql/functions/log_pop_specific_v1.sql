@@ -2,9 +2,10 @@
 --                           p_lease_seconds, p_auto_ack, p_sub_mode, p_sub_from)
 --   -> SETOF queen.log_pop_wire_row
 --
--- Pops from one named partition. Resolves the queue and partition by name (unknown: no
--- rows, never an error) and claims through queen.log_pop_v1, leasing for p_lease_seconds or
--- the queue's lease_time (60 s when unset). Only then does it read the partition's name to
+-- Pops from one named partition. Resolves the queue (with its options,
+-- queen.log_pop_options_v1) and the partition by name (unknown: no rows, never an error)
+-- and claims through queen.log_pop_v3, leasing for p_lease_seconds or the queue's
+-- lease_time (60 s when unset). Only then does it read the partition's name to
 -- report, in a later command of this VOLATILE function: its snapshot is at least as new as
 -- anything the claim saw, so a pop racing the push that creates the partition can never
 -- report an empty partitionId.
@@ -27,27 +28,27 @@ CREATE OR REPLACE FUNCTION queen.log_pop_specific_v1(
 ) RETURNS SETOF queen.log_pop_wire_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
-    v_qid    bigint;
-    v_lease  integer;
+    v_q      record;
     v_pid    bigint;
     v_rows   queen.log_pop_row[];
     v_name   text;
 BEGIN
-    SELECT q.id, q.lease_time INTO v_qid, v_lease
-    FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
-    IF v_qid IS NULL THEN
+    SELECT * INTO v_q FROM queen.log_pop_options_v1(p_tenant, p_queue, p_group);
+    IF v_q.queue_id IS NULL THEN
         RETURN;
     END IF;
     SELECT p.id INTO v_pid FROM queen.log_partitions p
-    WHERE p.queue_id = v_qid AND p.name = p_partition;
+    WHERE p.queue_id = v_q.queue_id AND p.name = p_partition;
     IF v_pid IS NULL THEN
         RETURN;
     END IF;
 
     SELECT array_agg(r) INTO v_rows
-    FROM queen.log_pop_v1(v_qid, v_pid, p_group, p_worker, p_batch,
-                          coalesce(p_lease_seconds, v_lease, 60), p_auto_ack,
-                          p_sub_mode, p_sub_from, false) r;
+    FROM queen.log_pop_v3(v_q.queue_id, v_pid, p_group, p_worker, p_batch,
+                          coalesce(p_lease_seconds, v_q.lease_time, 60), p_auto_ack,
+                          p_sub_mode, p_sub_from, false, v_q.delay_secs, v_q.window_secs,
+                          v_q.conflate, v_q.ttl_secs, v_q.max_wait_secs, v_q.retry_limit,
+                          v_q.dead_letters, v_q.retry_dead_letters) r;
     IF v_rows IS NULL THEN
         RETURN;
     END IF;

@@ -3,9 +3,10 @@
 --                  p_ttl, p_max_wait, p_retry_limit, p_dead_letters, p_retry_dead_letters)
 --   -> SETOF queen.log_pop_row
 --
--- The per-partition claim every SQL pop path funnels into (through queen.log_pop_v1 and
--- queen.log_pop_list_v1). The queue's options are given by the caller, which reads them
--- once: p_delay (delayedProcessing seconds), p_window (windowBuffer seconds), p_conflate
+-- The per-partition claim every SQL pop path funnels into (queen.log_pop_list_v1,
+-- queen.log_pop_wildcard_bin_v1, queen.log_pop_specific_v1). The queue's options are given
+-- by the caller, which reads them once (queen.log_pop_options_v1): p_delay
+-- (delayedProcessing seconds), p_window (windowBuffer seconds), p_conflate
 -- (the group's conflation flag), p_ttl, p_max_wait, p_retry_limit, p_dead_letters (file
 -- expired messages) and p_retry_dead_letters (file messages whose retries are spent).
 -- In order:
@@ -111,6 +112,7 @@ DECLARE
     v_blobs      bytea[] := '{}';
     v_attempt    integer;
     v_committed_at_claim bigint;
+    v_seeded     boolean := false;
 BEGIN
     IF p_budget IS NULL OR p_budget <= 0 THEN
         RETURN;
@@ -129,41 +131,37 @@ BEGIN
     END IF;
 
     -- The claim, with the partition's last_offset: never wait, never insert
-    -- unconditionally, never before a retryDelay has passed.
-    SELECT c.committed, c.attempt_count, c.attempt_offset, c.worker_id, c.failed_offset,
-           c.failed_count, p.last_offset
-    INTO v_row
-    FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
-    WHERE c.partition_id = p_pid AND c.consumer_group = p_group
-      AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL OR c.lease_expires_at < v_now)
-      AND (c.retry_at IS NULL OR c.retry_at <= v_now)
-    FOR UPDATE OF c SKIP LOCKED;
-
-    IF NOT FOUND THEN
+    -- unconditionally, never before a retryDelay has passed. A missing row (first contact)
+    -- is created, then claimed: the loop runs a second time only after that insert.
+    LOOP
+        SELECT c.committed, c.attempt_count, c.attempt_offset, c.worker_id, c.failed_offset,
+               c.failed_count, p.last_offset
+        INTO v_row
+        FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
+        WHERE c.partition_id = p_pid AND c.consumer_group = p_group
+          AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL
+               OR c.lease_expires_at < v_now)
+          AND (c.retry_at IS NULL OR c.retry_at <= v_now)
+        FOR UPDATE OF c SKIP LOCKED;
+        EXIT WHEN FOUND;
+        IF v_seeded THEN
+            RETURN;
+        END IF;
         PERFORM 1 FROM queen.log_consumers c
         WHERE c.partition_id = p_pid AND c.consumer_group = p_group;
         IF FOUND THEN
             RETURN; -- leased, held back by retryDelay, or mid-claim elsewhere
         END IF;
-        IF NOT pg_try_advisory_xact_lock(hashtextextended(p_pid::text || '/' || p_group, 42)) THEN
+        IF NOT pg_try_advisory_xact_lock(
+                   hashtextextended(p_pid::text || '/' || p_group, 42)) THEN
             RETURN; -- another pop is creating this row: skip this cycle
         END IF;
         INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
         VALUES (p_pid, p_group,
                 queen.log_seed_cursor_v1(p_qid, p_pid, p_group, p_sub_mode, p_sub_from))
         ON CONFLICT DO NOTHING;
-        SELECT c.committed, c.attempt_count, c.attempt_offset, c.worker_id, c.failed_offset,
-               c.failed_count, p.last_offset
-        INTO v_row
-        FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
-        WHERE c.partition_id = p_pid AND c.consumer_group = p_group
-          AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL OR c.lease_expires_at < v_now)
-          AND (c.retry_at IS NULL OR c.retry_at <= v_now)
-        FOR UPDATE OF c SKIP LOCKED;
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
-    END IF;
+        v_seeded := true;
+    END LOOP;
     v_committed := v_row.committed;
     v_att_count := v_row.attempt_count;
     v_att_offset := v_row.attempt_offset;

@@ -13,9 +13,11 @@
 --   3. Candidates: partitions written since the group's empty-scan watermark minus two
 --      minutes, not caught up, not under a live lease, in random order, capped at 512 when
 --      p_partitions >= 128, else at clamp(p_partitions * 4, 64, 512).
---   4. Claims through queen.log_pop_v1 with a global budget of p_batch messages over at
+--   4. Claims through queen.log_pop_v3 with a global budget of p_batch messages over at
 --      most p_partitions partitions, all leased to p_worker (for p_lease_seconds, else the
---      queue's lease_time, else 60 s).
+--      queue's lease_time, else 60 s), with the queue's options and the group's conflation
+--      flag read once (queen.log_pop_options_v1; at first contact the flag is the one the
+--      registration stored).
 --   5. After an empty scan, at most every 30 s: re-checks for pending data ignoring leases
 --      and advances the watermark to now only when the queue is really empty. The check
 --      takes the subscription row with SKIP LOCKED: a pop that cannot lock it leaves the
@@ -40,14 +42,15 @@ CREATE OR REPLACE FUNCTION queen.log_pop_wildcard_bin_v1(
 #variable_conflict use_column
 DECLARE
     v_now        timestamptz := now();
-    v_qid        bigint;
-    v_lease      integer;
     v_watermark  timestamptz;
     v_checked_at timestamptz;
     v_cap        integer;
     v_budget     integer := p_batch;
     v_claimed    integer := 0;
     v_got        integer;
+    v_q          record;
+    v_qid        bigint;
+    v_lease      integer;
     v_cand       record;
     v_rows       queen.log_pop_row[];
 BEGIN
@@ -55,15 +58,14 @@ BEGIN
         RETURN;
     END IF;
 
-    SELECT q.id, q.lease_time INTO v_qid, v_lease
-    FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
-    IF v_qid IS NULL THEN
+    SELECT * INTO v_q FROM queen.log_pop_options_v1(p_tenant, p_queue, p_group);
+    IF v_q.queue_id IS NULL THEN
         INSERT INTO queen.queues (tenant, name) VALUES (p_tenant, p_queue)
         ON CONFLICT (tenant, name) DO NOTHING;
-        SELECT q.id, q.lease_time INTO v_qid, v_lease
-        FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
+        SELECT * INTO v_q FROM queen.log_pop_options_v1(p_tenant, p_queue, p_group);
     END IF;
-    v_lease := coalesce(p_lease_seconds, v_lease, 60);
+    v_qid := v_q.queue_id;
+    v_lease := coalesce(p_lease_seconds, v_q.lease_time, 60);
 
     SELECT m.watermark, m.watermark_checked_at INTO v_watermark, v_checked_at
     FROM queen.consumer_groups_metadata m
@@ -73,7 +75,8 @@ BEGIN
         -- First contact of this (queue, group): register the durable subscription and seed
         -- every partition's cursor (queen.log_register_group_at_v1; one elected
         -- seeder when several pops arrive together).
-        PERFORM queen.log_register_group_at_v1(v_qid, p_group, p_sub_mode, p_sub_from, false);
+        v_q.conflate := queen.log_register_group_at_v1(v_qid, p_group, p_sub_mode,
+                                                        p_sub_from, false);
         v_watermark := '-infinity';
         v_checked_at := '-infinity';
     END IF;
@@ -94,8 +97,11 @@ BEGIN
         LIMIT v_cap
     LOOP
         SELECT array_agg(r) INTO v_rows
-        FROM queen.log_pop_v1(v_qid, v_cand.id, p_group, p_worker, v_budget, v_lease,
-                              p_auto_ack, p_sub_mode, p_sub_from, false) r;
+        FROM queen.log_pop_v3(v_qid, v_cand.id, p_group, p_worker, v_budget, v_lease,
+                              p_auto_ack, p_sub_mode, p_sub_from, false, v_q.delay_secs,
+                              v_q.window_secs, v_q.conflate, v_q.ttl_secs,
+                              v_q.max_wait_secs, v_q.retry_limit, v_q.dead_letters,
+                              v_q.retry_dead_letters) r;
         v_got := coalesce((SELECT sum(r.take) FROM unnest(v_rows) r), 0);
         RETURN QUERY SELECT p_queue, v_cand.name, r.* FROM unnest(v_rows) r;
         IF v_got > 0 THEN

@@ -97,9 +97,9 @@ impl From<PushError> for ApiError {
     }
 }
 
-impl From<crate::spool::intake::IntakeError> for ApiError {
-    fn from(e: crate::spool::intake::IntakeError) -> Self {
-        use crate::spool::{intake::IntakeError, SpoolError};
+impl From<crate::log::spool::intake::IntakeError> for ApiError {
+    fn from(e: crate::log::spool::intake::IntakeError) -> Self {
+        use crate::log::spool::{intake::IntakeError, SpoolError};
         match e {
             IntakeError::Push(push) => ApiError::from(push),
             IntakeError::Spool(SpoolError::Record(r)) => ApiError::BadRequest(r.to_string()),

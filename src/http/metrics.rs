@@ -158,7 +158,7 @@ pub(crate) async fn snapshot(state: &AppState, tenant: &Tenant) -> Value {
     body["pushMaintenance"] = json!(broker.in_push_maintenance());
     body["spool"] = match &broker.spool {
         Some(spool) => spool.to_json(),
-        None => crate::spool::Spool::off_json(),
+        None => crate::log::spool::Spool::off_json(),
     };
     body["mesh"] = broker.mesh.snapshot();
     body["ephemeral"] = broker.ephemeral.snapshot();

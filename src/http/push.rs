@@ -20,7 +20,7 @@ use super::state::AppState;
 use crate::domain::{
     NameError, PartitionName, PushItem, PushLimits, PushOutcome, PushStatus, PushTally, QueueName,
 };
-use crate::spool::intake::{self, Accepted};
+use crate::log::spool::intake::{self, Accepted};
 
 /// Largest transaction id: the stored frame's `u16` length prefix.
 const MAX_TRANSACTION_ID_BYTES: usize = 65_535;

@@ -25,9 +25,9 @@ use crate::log::push::error::PushError;
 use crate::log::push::prepare;
 use crate::log::push::prepared::PreparedPush;
 use crate::log::push::stage::stage;
+use crate::log::spool::order;
 use crate::log::transaction::TransactionError;
 use crate::metrics::Metrics;
-use crate::spool::order;
 
 /// Whole attempts of a cycle that met a deadlock or serialisation failure: everything is
 /// rolled back before the next one, as for a transaction bundle.

@@ -24,7 +24,7 @@ use crate::log::push::error::PushError;
 use crate::log::push::prepare;
 use crate::log::push::prepared::PreparedPush;
 use crate::log::push::stage::stage;
-use crate::spool::order::{self, Held};
+use crate::log::spool::order::{self, Held};
 
 mod kv_rider;
 mod plan;
@@ -146,7 +146,7 @@ pub enum TransactionError {
     Push(#[source] PushError),
     /// A push of the bundle would overtake pushes the spool holds (push maintenance, or a
     /// partition with spooled records): refused whole, retryable (see
-    /// [`crate::spool::order`]).
+    /// [`crate::log::spool::order`]).
     #[error(transparent)]
     Held(#[from] Held),
     /// The commit of a bundle that writes KV was sent and no answer came back: it may have

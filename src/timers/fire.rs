@@ -38,7 +38,7 @@ use crate::log::push::announce::announce;
 use crate::log::push::error::PushError;
 use crate::log::push::prepare_with_ids;
 use crate::log::push::stage::stage;
-use crate::spool::order::{self, Held};
+use crate::log::spool::order::{self, Held};
 
 /// Timers claimed by one fire at most.
 pub const BATCH: i32 = 500;

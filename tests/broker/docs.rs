@@ -102,8 +102,12 @@ fn every_sql_path_a_source_test_or_document_names_exists() {
     let mut missing = Vec::new();
     let mut named = 0;
     let mut check = |path: &Path, text: String| {
-        // The upgrade test's fixture is an old release's files, paths and all.
-        if path.starts_with(root().join("tests/broker/upgrade")) {
+        // The upgrade test's fixture is an old release's files, paths and all; the baseline
+        // is frozen (its checksum is recorded in every database), so its comments name the
+        // function files of the release that froze it, some dropped since by a migration.
+        if path.starts_with(root().join("tests/broker/upgrade"))
+            || path == root().join("sql/migrations/064_baseline.sql")
+        {
             return;
         }
         for cited in sql_paths(&text) {

@@ -75,6 +75,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("071_ephemeral.sql"),
     migration!("072_citus_layout.sql"),
     migration!("073_drop_release_old_functions.sql"),
+    migration!("076_drop_pop_wrapper_and_dlq_list_v1.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -92,7 +93,6 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("dead_letter_find_v1.sql"),
     function!("dead_letter_requeue_v2.sql"),
     function!("dead_letters_count_v1.sql"),
-    function!("dead_letters_list_v1.sql"),
     function!("dead_letters_list_v2.sql"),
     function!("ephemeral_declaration_v1.sql"),
     function!("ephemeral_declarations_v1.sql"),
@@ -105,6 +105,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("lease_holders_v1.sql"),
     function!("lease_partition.sql"),
     function!("lease_require_v2.sql"),
+    function!("lock_slots_v1.sql"),
     function!("locks_apply_v1.sql"),
     function!("log_ack_v2.sql"),
     function!("log_dead_letter_span_v1.sql"),
@@ -116,8 +117,8 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_pending_partitions_v1.sql"),
     function!("log_pop_discover_wire_v1.sql"),
     function!("log_pop_list_v1.sql"),
+    function!("log_pop_options_v1.sql"),
     function!("log_pop_specific_v1.sql"),
-    function!("log_pop_v1.sql"),
     function!("log_pop_v3.sql"),
     function!("log_pop_wildcard_bin_v1.sql"),
     function!("log_push_v3.sql"),

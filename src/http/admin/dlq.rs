@@ -21,8 +21,8 @@ use crate::domain::{PartitionName, QueueName};
 use crate::http::error::ApiError;
 use crate::http::query::Query;
 use crate::http::state::AppState;
+use crate::log::spool::order;
 use crate::segment::{NewFrame, PayloadKey, SegmentBuilder};
-use crate::spool::order;
 
 /// Default page size (the client's default).
 const DEFAULT_LIMIT: u64 = 100;

@@ -53,7 +53,7 @@ async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order
     assert_eq!(status.as_u16(), 201, "{body}");
     assert_all("buffered", &body);
     // A transaction bundle needs the database: its push is not spooled, and p0 has
-    // spooled pushes it must not overtake (src/spool/order.rs), so it is refused at once.
+    // spooled pushes it must not overtake (src/log/spool/order.rs), so it is refused at once.
     let bundle =
         json!({"operations": [{"type": "push", "items": items(QUEUE, "p0", 9_000..9_001)}]});
     let (bundle_status, bundle_answer) = b.post("/api/v1/transaction", &bundle).await;
