@@ -206,6 +206,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     {
         let mut conn = db.conn().await?;
         schema::install(conn.client(), config.database.citus).await?;
+        db.set_distributed(schema::citus::laid_out(conn.client()).await?);
     }
 
     let mesh_listener = bind_mesh(config.mesh.bind).await?;

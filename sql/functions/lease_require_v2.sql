@@ -23,24 +23,33 @@ RETURNS TABLE (lease_id text, live boolean)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
-    v_live text[];
+    v_live text[] := '{}';
+    h      record;
+    v_row  record;
 BEGIN
-    -- Lock every row held under the leases (primary-key order, so two bundles naming the
-    -- same leases cannot deadlock); a row's locked version is its newest, so the live
+    -- Lock every row held under the leases, one statement per row in primary-key order (so
+    -- two bundles naming the same leases cannot deadlock; on the Citus layout a lock is
+    -- taken only by partition id); a row's locked version is its newest, so the live
     -- check reads what the lock holds.
-    SELECT array_agg(DISTINCT held.worker_id) INTO v_live
-    FROM (
-        SELECT c.worker_id, c.lease_expires_at
-        FROM queen.lease_holders_v1(p_leases) h
-        JOIN queen.log_consumers c
-          ON c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-        JOIN queen.log_partitions p ON p.id = c.partition_id
+    FOR h IN
+        SELECT DISTINCT l.partition_id, l.consumer_group
+        FROM queen.lease_holders_v1(p_leases) l
+        JOIN queen.log_partitions p ON p.id = l.partition_id
         JOIN queen.queues q ON q.id = p.queue_id
-        WHERE c.worker_id = ANY (p_leases) AND (p_tenant IS NULL OR q.tenant = p_tenant)
-        ORDER BY c.partition_id, c.consumer_group
-        FOR UPDATE OF c
-    ) held
-    WHERE held.lease_expires_at IS NOT NULL AND held.lease_expires_at >= clock_timestamp();
+        WHERE p_tenant IS NULL OR q.tenant = p_tenant
+        ORDER BY l.partition_id, l.consumer_group
+    LOOP
+        SELECT c.worker_id, c.lease_expires_at INTO v_row
+        FROM queen.log_consumers c
+        WHERE c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
+          AND c.worker_id = ANY (p_leases)
+        FOR UPDATE;
+        IF FOUND AND v_row.lease_expires_at IS NOT NULL
+           AND v_row.lease_expires_at >= clock_timestamp()
+           AND NOT v_row.worker_id = ANY (v_live) THEN
+            v_live := v_live || v_row.worker_id;
+        END IF;
+    END LOOP;
 
     RETURN QUERY
     SELECT l.id, l.id = ANY (coalesce(v_live, '{}'))

@@ -68,6 +68,8 @@ DECLARE
     v_keep_dlq    boolean;
     v_retry_dlq   boolean;
     v_delayed     boolean := false;
+    v_retry_at    timestamptz;
+    v_seg_base    bigint;
     v_qname       text;
     v_pname       text;
     v_last        bigint;
@@ -219,16 +221,21 @@ BEGIN
 
     FOR i IN 1 .. v_n LOOP
         IF v_dlq[i] THEN
-            INSERT INTO queen.dead_letters
-                (partition_id, consumer_group, message_offset, transaction_id, error_message,
-                 retry_count, segment_base, codec, producer, created_at, blob)
-            SELECT p_pid, p_group, v_offs[i], p_txn_ids[i], p_errors[i],
-                   CASE WHEN v_fail_off = v_offs[i] THEN v_fail_count ELSE 0 END,
-                   s.base_offset, s.codec, s.producer, s.created_at, s.blob
+            -- The segment first, then the copy by its key: Citus pushes no INSERT ..
+            -- SELECT with LIMIT down to the shard.
+            SELECT s.base_offset INTO v_seg_base
             FROM queen.log_segments s
             WHERE s.partition_id = p_pid AND s.base_offset <= v_offs[i]
             ORDER BY s.base_offset DESC
             LIMIT 1;
+            INSERT INTO queen.dead_letters
+                (partition_id, consumer_group, message_offset, transaction_id, error_message,
+                 retry_count, segment_base, codec, producer, created_at, blob)
+            SELECT s.partition_id, p_group, v_offs[i], p_txn_ids[i], p_errors[i],
+                   CASE WHEN v_fail_off = v_offs[i] THEN v_fail_count ELSE 0 END,
+                   s.base_offset, s.codec, s.producer, s.created_at, s.blob
+            FROM queen.log_segments s
+            WHERE s.partition_id = p_pid AND s.base_offset = v_seg_base;
         END IF;
     END LOOP;
 
@@ -239,12 +246,15 @@ BEGIN
 
     v_release := v_rewind IS NOT NULL OR v_new >= v_c.batch_end;
     IF v_release THEN
+        -- Computed before the UPDATE: Citus takes no STABLE function (timestamptz
+        -- arithmetic) inside a CASE of an UPDATE of a distributed table.
+        v_retry_at := CASE WHEN v_delayed
+                           THEN v_now + make_interval(secs => v_retry_delay / 1000.0) END;
         UPDATE queen.log_consumers c SET
             committed = v_new,
             worker_id = NULL, lease_expires_at = NULL, lease_acquired_at = NULL,
             batch_end = NULL, acked_ahead = '{}',
-            retry_at = CASE WHEN v_delayed
-                            THEN v_now + make_interval(secs => v_retry_delay / 1000.0) END,
+            retry_at = v_retry_at,
             failed_offset = v_fail_off, failed_count = v_fail_count,
             total_consumed = c.total_consumed + (v_new - v_c.committed),
             last_consumed_at = CASE WHEN v_new > v_c.committed THEN v_now

@@ -9,6 +9,9 @@
 -- it for messages whose lease expired too often ('lease-expired:') and for expired
 -- messages ('expired:').
 --
+-- PL/pgSQL: it runs inside functions delegated to a Citus worker, where a LANGUAGE sql
+-- body that reads a distributed table with parameters is refused (docs/scale-out.md).
+--
 -- Returns the number of rows filed.
 -- Locks: none beyond the inserted rows (and the foreign key's share lock on the partition
 -- row). No notifications.
@@ -21,18 +24,20 @@ CREATE OR REPLACE FUNCTION queen.log_dead_letter_span_v1(
     p_txn_prefix  text,
     p_error       text,
     p_retry_count integer
-) RETURNS integer LANGUAGE sql VOLATILE AS $$
-    WITH filed AS (
-        INSERT INTO queen.dead_letters
-            (partition_id, consumer_group, message_offset, transaction_id, error_message,
-             retry_count, segment_base, codec, producer, created_at, blob)
-        SELECT p_pid, p_group, o, p_txn_prefix || o, p_error, p_retry_count,
-               s.base_offset, s.codec, s.producer, s.created_at, s.blob
-        FROM queen.log_segments s
-        CROSS JOIN LATERAL generate_series(greatest(p_from, s.base_offset),
-                                           least(p_to, s.end_offset)) AS o
-        WHERE s.partition_id = p_pid AND s.base_offset = p_base
-        RETURNING 1
-    )
-    SELECT count(*)::integer FROM filed;
+) RETURNS integer LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_filed integer;
+BEGIN
+    INSERT INTO queen.dead_letters
+        (partition_id, consumer_group, message_offset, transaction_id, error_message,
+         retry_count, segment_base, codec, producer, created_at, blob)
+    SELECT s.partition_id, p_group, o, p_txn_prefix || o, p_error, p_retry_count,
+           s.base_offset, s.codec, s.producer, s.created_at, s.blob
+    FROM queen.log_segments s
+    CROSS JOIN LATERAL generate_series(greatest(p_from, s.base_offset),
+                                       least(p_to, s.end_offset)) AS o
+    WHERE s.partition_id = p_pid AND s.base_offset = p_base;
+    GET DIAGNOSTICS v_filed = ROW_COUNT;
+    RETURN v_filed;
+END;
 $$;

@@ -77,6 +77,7 @@ CREATE OR REPLACE FUNCTION queen.log_pop_v3(
 ) RETURNS SETOF queen.log_pop_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
+    v_seed       bigint;
     v_now        timestamptz := now();
     v_newest     timestamptz;
     v_committed  bigint;
@@ -130,14 +131,14 @@ BEGIN
         END IF;
     END IF;
 
-    -- The claim, with the partition's last_offset: never wait, never insert
+    -- The claim: never wait, never insert
     -- unconditionally, never before a retryDelay has passed. A missing row (first contact)
     -- is created, then claimed: the loop runs a second time only after that insert.
     LOOP
         SELECT c.committed, c.attempt_count, c.attempt_offset, c.worker_id, c.failed_offset,
-               c.failed_count, p.last_offset
+               c.failed_count
         INTO v_row
-        FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
+        FROM queen.log_consumers c
         WHERE c.partition_id = p_pid AND c.consumer_group = p_group
           AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL
                OR c.lease_expires_at < v_now)
@@ -156,16 +157,21 @@ BEGIN
                    hashtextextended(p_pid::text || '/' || p_group, 42)) THEN
             RETURN; -- another pop is creating this row: skip this cycle
         END IF;
+        -- The seed first, then the insert: Citus plans no function reading the tables
+        -- inside an INSERT of a distributed table.
+        v_seed := queen.log_seed_cursor_v1(p_qid, p_pid, p_group, p_sub_mode, p_sub_from);
         INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
-        VALUES (p_pid, p_group,
-                queen.log_seed_cursor_v1(p_qid, p_pid, p_group, p_sub_mode, p_sub_from))
+        VALUES (p_pid, p_group, v_seed)
         ON CONFLICT DO NOTHING;
         v_seeded := true;
     END LOOP;
     v_committed := v_row.committed;
     v_att_count := v_row.attempt_count;
     v_att_offset := v_row.attempt_offset;
-    v_last_off := v_row.last_offset;
+    -- Read after the claim, in a statement of its own: in a function delegated to a Citus
+    -- worker a statement may not join the distributed cursors with the reference table
+    -- log_partitions (docs/scale-out.md). A later snapshot only sees more appended.
+    SELECT p.last_offset INTO v_last_off FROM queen.log_partitions p WHERE p.id = p_pid;
     v_from_cur := v_committed;
     v_fail_off := v_row.failed_offset;
     v_fail_count := v_row.failed_count;

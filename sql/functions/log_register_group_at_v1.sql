@@ -8,9 +8,11 @@
 -- partition it claims, the ones behind it retired at the claim. The policy is fixed at the
 -- first registration; the stored value wins afterwards.
 --
--- The one caller whose insert wins seeds every partition's cursor in one statement (-1, or
+-- The one caller whose insert wins seeds every partition's cursor in this call (-1, or
 -- just before the first segment at or after the subscription's timestamp, else
--- last_offset), so concurrent first pops do not convoy on per-partition inserts. Called by
+-- last_offset), so concurrent first pops do not convoy on per-partition inserts. One
+-- insert per partition, in partition id order (on the Citus layout each goes to its
+-- partition's shard; docs/scale-out.md). Called by
 -- queen.log_register_group_v1 and by the first contact of queen.log_pop_wildcard_bin_v1.
 --
 -- Returns the stored policy, which is the request's only when this call registered the
@@ -30,6 +32,8 @@ DECLARE
     v_ts       timestamptz;
     v_inserted integer;
     v_stored   boolean;
+    v_seed     bigint;
+    r          record;
 BEGIN
     SELECT m.conflation INTO v_stored
     FROM queen.consumer_groups_metadata m
@@ -55,18 +59,26 @@ BEGIN
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_inserted = ROW_COUNT;
     IF v_inserted = 1 THEN
-        INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
-        SELECT p.id, p_group,
-               CASE WHEN v_ts IS NULL THEN -1
-                    ELSE coalesce((SELECT s.base_offset - 1
-                                   FROM queen.log_segments s
-                                   WHERE s.partition_id = p.id AND s.created_at >= v_ts
-                                   ORDER BY s.base_offset LIMIT 1),
-                                  p.last_offset)
-               END
-        FROM queen.log_partitions p
-        WHERE p.queue_id = p_qid
-        ON CONFLICT DO NOTHING;
+        -- One cursor per statement, each on its partition's shard: Citus refuses the
+        -- correlated subquery over the segments in one statement over all partitions,
+        -- and a parallel multi-shard insert before the transaction's reference writes.
+        FOR r IN
+            SELECT p.id, p.last_offset FROM queen.log_partitions p WHERE p.queue_id = p_qid
+            ORDER BY p.id
+        LOOP
+            v_seed := -1;
+            IF v_ts IS NOT NULL THEN
+                v_seed := NULL;
+                SELECT s.base_offset - 1 INTO v_seed
+                FROM queen.log_segments s
+                WHERE s.partition_id = r.id AND s.created_at >= v_ts
+                ORDER BY s.base_offset LIMIT 1;
+                v_seed := coalesce(v_seed, r.last_offset);
+            END IF;
+            INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
+            VALUES (r.id, p_group, v_seed)
+            ON CONFLICT DO NOTHING;
+        END LOOP;
         RETURN p_conflation;
     END IF;
 

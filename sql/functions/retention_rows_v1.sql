@@ -15,20 +15,24 @@ CREATE OR REPLACE FUNCTION queen.retention_rows_v1(
 ) RETURNS TABLE (dead_letters bigint, traces bigint)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
+DECLARE
+    -- The cut-offs before the deletes: Citus takes no STABLE function over a column in
+    -- a write to a distributed table.
+    v_now timestamptz := clock_timestamp();
 BEGIN
     dead_letters := 0;
     traces := 0;
     IF p_dead_letter_secs > 0 THEN
         DELETE FROM queen.dead_letters d WHERE d.id IN (
             SELECT x.id FROM queen.dead_letters x
-            WHERE x.failed_at < clock_timestamp() - make_interval(secs => p_dead_letter_secs)
+            WHERE x.failed_at < v_now - make_interval(secs => p_dead_letter_secs)
             ORDER BY x.failed_at LIMIT p_budget);
         GET DIAGNOSTICS dead_letters = ROW_COUNT;
     END IF;
     IF p_trace_secs > 0 THEN
         DELETE FROM queen.message_traces t WHERE t.id IN (
             SELECT x.id FROM queen.message_traces x
-            WHERE x.created_at < clock_timestamp() - make_interval(secs => p_trace_secs)
+            WHERE x.created_at < v_now - make_interval(secs => p_trace_secs)
             ORDER BY x.created_at LIMIT p_budget);
         GET DIAGNOSTICS traces = ROW_COUNT;
     END IF;

@@ -39,12 +39,21 @@ pub struct PgConn {
     quarantined: bool,
     /// A transaction opened by [`PgConn::begin`] and not ended yet.
     in_transaction: bool,
+    /// The pool's [`Db::set_distributed`] flag.
+    distributed: Arc<AtomicBool>,
 }
 
 impl PgConn {
     /// The underlying client.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client
+    }
+
+    /// Whether the schema is laid out for Citus (src/db/schema/citus.rs): the statements
+    /// that Citus refuses on distributed tables are then not tried, and the functions that
+    /// answer the same are called instead (docs/scale-out.md).
+    pub fn distributed(&self) -> bool {
+        self.distributed.load(Ordering::Relaxed)
     }
 
     /// Prepares `sql` once per connection and returns the cached statement afterwards.
@@ -129,6 +138,8 @@ pub struct Manager {
     /// Used only when the config's `sslmode` asks for TLS (see `super::tls`).
     tls: MakeRustlsConnect,
     stats: Arc<PoolStats>,
+    /// Shared with every connection and [`Db`]: see [`PgConn::distributed`].
+    distributed: Arc<AtomicBool>,
 }
 
 /// Pool counters, for `/metrics`.
@@ -168,6 +179,7 @@ impl bb8::ManageConnection for Manager {
             statements: HashMap::default(),
             quarantined: false,
             in_transaction: false,
+            distributed: self.distributed.clone(),
         })
     }
 
@@ -194,6 +206,8 @@ pub struct Db {
     workers: Arc<WorkerPools>,
     stats: Arc<PoolStats>,
     checkout_timeout: Duration,
+    /// Whether the schema is laid out for Citus, set once it is installed.
+    distributed: Arc<AtomicBool>,
 }
 
 /// How many connections a pool keeps and how they are split.
@@ -232,10 +246,12 @@ impl Db {
         }
         config.options(options);
         let stats = Arc::new(PoolStats::default());
+        let distributed = Arc::new(AtomicBool::new(false));
         let manager = Manager {
             config,
             tls,
             stats: stats.clone(),
+            distributed: distributed.clone(),
         };
         let workers = Arc::new(WorkerPools::new(&manager, shape, checkout_timeout));
         let shared = shape.size - workers.connections();
@@ -251,6 +267,7 @@ impl Db {
             workers,
             stats,
             checkout_timeout,
+            distributed,
         };
         drop(db.conn().await?);
         Ok(db)
@@ -315,6 +332,13 @@ impl Db {
         } else {
             DbError::PoolExhausted
         }
+    }
+
+    /// Records whether the schema is laid out for Citus (after the installer, from
+    /// [`crate::db::schema::citus::laid_out`]); every connection, open or not yet, sees
+    /// it through [`PgConn::distributed`].
+    pub fn set_distributed(&self, on: bool) {
+        self.distributed.store(on, Ordering::Relaxed);
     }
 
     /// The pool's counters.

@@ -228,8 +228,18 @@ async fn under_lease(
     sql: &str,
     args: &[&(dyn ToSql + Sync)],
 ) -> Result<Option<Row>, DbError> {
+    let distributed = conn.distributed();
     let result = async {
         let tx = conn.client().transaction().await?;
+        if distributed {
+            // On the Citus layout a batch deletes from distributed tables and then from the
+            // coordinator's trace table, whose foreign key to a reference table makes
+            // Citus refuse that after a parallel multi-shard statement of the same
+            // transaction ("cannot modify table ... because there was a parallel
+            // operation on a distributed table"): one connection per worker instead.
+            tx.batch_execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+                .await?;
+        }
         if !leased(&tx, holder, lease_ms).await? {
             return Ok(None);
         }

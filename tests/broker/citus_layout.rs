@@ -210,3 +210,117 @@ async fn the_dead_letter_key_holds_the_partition_id() {
         .get(0);
     assert!(by_id);
 }
+
+/// Where Citus holds each partition of `queue`: (partition name, worker port).
+async fn workers_of_partitions(client: &Client, queue: &str) -> Vec<(String, i32)> {
+    client
+        .query(
+            "SELECT p.name, s.nodeport
+             FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+             JOIN citus_shards s
+               ON s.table_name = 'queen.log_segments'::regclass
+              AND s.shardid = get_shard_id_for_distribution_column('queen.log_segments', p.id)
+             WHERE q.name = $1 ORDER BY p.name",
+            &[&queue],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// On the distributed layout, four producers (two pushing one partition per request, two
+/// pushing all of theirs in one request) and six wildcard consumers (pop, then ack) run at
+/// once over sixteen partitions whose shards sit on both workers: every message is
+/// delivered exactly once and in order within its partition, nothing is left, and every
+/// cursor ends at its partition's last offset.
+#[actix_rt::test]
+async fn producers_and_consumers_over_partitions_on_both_workers_lose_and_repeat_nothing() {
+    if support::citus::script().is_none() {
+        eprintln!("not in the Citus test mode (QUEEN_TEST_CITUS): nothing to check");
+        return;
+    }
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use crate::support::drain::{assert_exactly_once_in_order, consume};
+
+    let pg = postgres::fresh_database().await;
+    let broker = Arc::new(TestBroker::start_on(pg.clone(), &[("DB_POOL_SIZE", "30")]).await);
+    let (producers, partitions, per_partition) = (4usize, 16usize, 40usize);
+    let total = partitions * per_partition;
+    let seen = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let consumers: Vec<_> = (0..6)
+        .map(|_| {
+            tokio::spawn(consume(
+                broker.clone(),
+                "/api/v1/pop/queue/spread?batch=7&partitions=2&wait=true&timeout=300".to_owned(),
+                None,
+                seen.clone(),
+                total,
+                deadline,
+            ))
+        })
+        .collect();
+    let pushers: Vec<_> = (0..producers)
+        .map(|k| {
+            let broker = broker.clone();
+            tokio::spawn(async move {
+                let mine: Vec<usize> = (k..partitions).step_by(producers).collect();
+                for i in 0..per_partition {
+                    let items: Vec<_> = mine
+                        .iter()
+                        .map(|p| {
+                            json!({"queue": "spread", "partition": format!("p{p}"),
+                                   "payload": {"p": p, "i": i}})
+                        })
+                        .collect();
+                    let bodies: Vec<Vec<_>> = if k % 2 == 0 {
+                        items.into_iter().map(|item| vec![item]).collect()
+                    } else {
+                        vec![items]
+                    };
+                    for body in bodies {
+                        let (status, answer) =
+                            broker.post("/api/v1/push", &json!({ "items": body })).await;
+                        assert!(status.is_success(), "push answered {status}: {answer}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for pusher in pushers {
+        pusher.await.expect("producer task");
+    }
+    let mut all = Vec::new();
+    for consumer in consumers {
+        all.push(consumer.await.expect("consumer task"));
+    }
+    assert_exactly_once_in_order("spread", &all, partitions as u64, per_partition as u64);
+    let leftover = broker
+        .pop_messages("/api/v1/pop/queue/spread?batch=10")
+        .await;
+    assert!(leftover.is_empty(), "left after the drain: {leftover:?}");
+
+    let client = connect(&pg).await;
+    let spread = workers_of_partitions(&client, "spread").await;
+    let mut ports: Vec<i32> = spread.iter().map(|(_, port)| *port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports.len(), support::citus::WORKERS as usize, "{spread:?}");
+    let behind: i64 = client
+        .query_one(
+            "SELECT count(*) FROM queen.log_partitions p
+             JOIN queen.queues q ON q.id = p.queue_id
+             LEFT JOIN queen.log_consumers c ON c.partition_id = p.id
+             WHERE q.name = 'spread' AND c.committed IS DISTINCT FROM p.last_offset",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(behind, 0, "cursors behind their partitions");
+}

@@ -115,9 +115,17 @@ pub struct AckAnswer {
 /// The ack statements of one connection, prepared once (see [`statements`]).
 #[derive(Debug, Clone)]
 pub struct AckStatements {
+    /// The known-lease and whole-lease statements; None on the Citus layout (see
+    /// [`statements`]).
+    lease: Option<LeaseStatements>,
+    items: Statement,
+}
+
+/// The one-statement acks of [`AckStatements`].
+#[derive(Debug, Clone)]
+struct LeaseStatements {
     known_lease: Statement,
     whole_lease: Statement,
-    items: Statement,
 }
 
 /// Acknowledges items of one (partition, group) under `target.lease` (empty: the live
@@ -134,11 +142,21 @@ pub async fn ack_partition(
     answer.map_err(|e| conn.note(e))
 }
 
-/// Prepares (once per connection) the statements of [`ack_in`].
+/// Prepares (once per connection) the statements of [`ack_in`]. On the Citus layout
+/// ([`PgConn::distributed`]) only `log_ack_v2`, which Citus runs on the partition's
+/// worker: it refuses the one-statement acks (an `UPDATE` of the distributed cursors
+/// joined with reference tables, with `set_config` in its `RETURNING`).
 pub async fn statements(conn: &mut PgConn) -> Result<AckStatements, DbError> {
+    let lease = if conn.distributed() {
+        None
+    } else {
+        Some(LeaseStatements {
+            known_lease: leased_span::statement(conn).await?,
+            whole_lease: whole_lease::statement(conn).await?,
+        })
+    };
     Ok(AckStatements {
-        known_lease: leased_span::statement(conn).await?,
-        whole_lease: whole_lease::statement(conn).await?,
+        lease,
         items: conn.statement("log_ack_v2", LOG_ACK).await?,
     })
 }
@@ -180,12 +198,13 @@ async fn ack_known(
     let keys: Vec<i64> = hashes.iter().map(|&h| key_of_hash(h)).collect();
     let statuses: Vec<&str> = items.iter().map(|i| i.status).collect();
     let lease = (!lease.is_empty()).then_some(lease);
-    if let Some(sorted) = whole_lease::eligible(&statuses, &keys) {
+    let eligible = whole_lease::eligible(&statuses, &keys);
+    if let (Some(sorted), Some(lease_st)) = (eligible, &st.lease) {
         if let (Some(span), Some(lease)) = (known, lease) {
             if span.sorted_keys == sorted {
                 let released = leased_span::try_known_lease(
                     client,
-                    &st.known_lease,
+                    &lease_st.known_lease,
                     partition_id,
                     group,
                     lease,
@@ -206,7 +225,7 @@ async fn ack_known(
         }
         let applied = whole_lease::try_whole_lease(
             client,
-            &st.whole_lease,
+            &lease_st.whole_lease,
             &whole_lease::WholeLease {
                 tenant,
                 partition_id,

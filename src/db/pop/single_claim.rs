@@ -132,7 +132,9 @@ pub struct SingleClaim {
 }
 
 /// Claims from `partition_id` in one statement; `None` when the case is not one it settles
-/// (nothing was changed: run `log_pop_list_v1`).
+/// (nothing was changed: run `log_pop_list_v1`). On the Citus layout always `None`, at
+/// once: Citus refuses the statement ("complex joins are only supported when all
+/// distributed tables are co-located and joined on their distribution columns").
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "pop_single_claim"))]
 pub async fn try_single_claim(
     conn: &mut PgConn,
@@ -141,6 +143,9 @@ pub async fn try_single_claim(
     partition_id: i64,
     skip_window: bool,
 ) -> Result<Option<SingleClaim>, DbError> {
+    if conn.distributed() {
+        return Ok(None);
+    }
     let st = conn.statement("pop_single_claim", SINGLE_CLAIM).await?;
     let worker = (!p.auto_ack).then_some(p.worker);
     let rows = conn

@@ -100,14 +100,24 @@ pub enum AppendOutcome {
 /// The append statements of one connection, prepared once (see [`statements`]).
 #[derive(Debug, Clone)]
 pub struct AppendStatements {
-    single: single_append::SingleStatements,
+    /// None on the Citus layout, which refuses them (see [`statements`]).
+    single: Option<single_append::SingleStatements>,
     log_push_v3: Statement,
 }
 
-/// Prepares (once per connection) the statements of [`append_in`].
+/// Prepares (once per connection) the statements of [`append_in`]. On the Citus layout
+/// ([`PgConn::distributed`]) without the one-statement append: Citus refuses its `UPDATE`
+/// of the reference table `log_partitions` with `clock_timestamp()` (a VOLATILE function
+/// in an `UPDATE` of a distributed table), so every append there is `log_push_v3`, which
+/// reads the time into a variable first (docs/scale-out.md).
 pub async fn statements(conn: &mut PgConn) -> Result<AppendStatements, DbError> {
+    let single = if conn.distributed() {
+        None
+    } else {
+        Some(single_append::statements(conn).await?)
+    };
     Ok(AppendStatements {
-        single: single_append::statements(conn).await?,
+        single,
         log_push_v3: conn.statement("log_push_v3", LOG_PUSH).await?,
     })
 }
@@ -127,8 +137,10 @@ pub async fn append_in(
     statements: &AppendStatements,
     append: &PartitionAppend<'_>,
 ) -> Result<AppendOutcome, DbError> {
-    if let Some(stored) = single_append::try_single_append(tx, &statements.single, append).await? {
-        return Ok(stored);
+    if let Some(single) = &statements.single {
+        if let Some(stored) = single_append::try_single_append(tx, single, append).await? {
+            return Ok(stored);
+        }
     }
     log_push_v3(tx, &statements.log_push_v3, append).await
 }

@@ -245,12 +245,16 @@ async fn first_or_single(
 /// [`PgConn::query_alone`]): one outcome per append once they are all committed, `None` when
 /// nothing was written (the caller then runs its transaction with `log_push_v3`). This is
 /// the common push, or combined pushes, that the windows already cover: one round trip to
-/// PostgreSQL instead of one per partition plus `BEGIN` and `COMMIT`.
+/// PostgreSQL instead of one per partition plus `BEGIN` and `COMMIT`. On the Citus layout
+/// it writes nothing (`None`): Citus refuses both statements there (docs/scale-out.md).
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "push_single_append"))]
 pub async fn append_alone(
     conn: &mut PgConn,
     appends: &[PartitionAppend<'_>],
 ) -> Result<Option<Vec<Appended>>, DbError> {
+    if conn.distributed() {
+        return Ok(None);
+    }
     let rows = match appends {
         [append] => {
             let Some(segment) = single_segment(append) else {

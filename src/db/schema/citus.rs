@@ -82,6 +82,25 @@ pub async fn wanted(client: &Client, setting: Option<bool>) -> Result<bool, DbEr
     }
 }
 
+/// Whether the schema is laid out for Citus: the database has the extension and
+/// [`ANCHOR`] is distributed. Read once at start, after the installer (by whichever node
+/// laid it out), so a broker started without `QUEEN_CITUS` on a laid-out database still
+/// takes the statements the layout needs.
+pub async fn laid_out(client: &Client) -> Result<bool, DbError> {
+    let present: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')",
+            &[],
+        )
+        .await
+        .map_err(|e| DbError::query("schema", e))?
+        .get(0);
+    if !present {
+        return Ok(false);
+    }
+    placed(client, ANCHOR, "h", "s").await
+}
+
 /// The layout steps still to do, in the order [`apply`] runs them (empty: laid out).
 pub async fn pending(client: &Client) -> Result<Vec<Step>, DbError> {
     let mut steps = Vec::new();
