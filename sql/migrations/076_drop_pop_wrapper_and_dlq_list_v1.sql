@@ -16,8 +16,11 @@
 -- Also marks this release's edited function files: log_pop_list_v1, log_pop_specific_v1,
 -- log_pop_wildcard_bin_v1, log_pop_v3, locks_apply_v1, dead_letters_count_v1 (which
 -- counted through dead_letters_list_v1 and now counts through v2, unbounded) and the
--- headers of dead_letters_list_v2 and dead_letter_find_v1. Takes only the functions'
--- catalog locks; no data; no notifications.
+-- headers of dead_letters_list_v2 and dead_letter_find_v1; for the Citus layout
+-- (docs/scale-out.md) set_switch_v1, sweeper_lease_v1, log_ack_v2, log_dead_letter_span_v1,
+-- log_pending_partitions_v1, lease_require_v2, retention_rows_v1 and
+-- log_register_group_at_v1; and timers_next_due_v1 (PL/pgSQL, so its plan is kept).
+-- Takes only the functions' catalog locks; no data; no notifications.
 
 DROP FUNCTION IF EXISTS queen.dead_letters_list_v1(p_tenant text, p_queue text,
     p_group text, p_partition text, p_from timestamp with time zone,
