@@ -98,7 +98,7 @@ impl QueueState {
     pub fn push(
         &mut self,
         partition: &str,
-        payloads: &[String],
+        payloads: &[Arc<str>],
         ctx: &Ctx<'_>,
     ) -> Result<(), Refusal> {
         let now = Instant::now();

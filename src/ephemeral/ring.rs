@@ -137,7 +137,7 @@ impl Ring {
     /// messages to fit, and is refused only when the ring is empty and it still does not).
     pub fn push(
         &mut self,
-        payloads: &[String],
+        payloads: &[Arc<str>],
         options: &EphemeralOptions,
         budget: &Budget,
         now: Instant,
@@ -173,7 +173,7 @@ impl Ring {
         for payload in payloads {
             self.entries.push_back(Entry {
                 seq: self.next_seq,
-                payload: Arc::from(payload.as_str()),
+                payload: Arc::clone(payload),
                 born: now,
                 cost: payload.len() as u64 + MESSAGE_OVERHEAD,
             });

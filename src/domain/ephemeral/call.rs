@@ -2,6 +2,8 @@
 //! build a [`Call`], the engine of the queue's owner node runs it, and when the owner is
 //! another node both travel over the mesh (`src/mesh/message.rs`).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -35,7 +37,7 @@ pub enum Call {
         /// The partition (`Default` when none).
         partition: Option<String>,
         /// Each message's payload as JSON text.
-        payloads: Vec<String>,
+        payloads: Vec<Arc<str>>,
     },
     /// Take messages, maybe waiting.
     Pop(PopRequest),

@@ -3,7 +3,7 @@
 //! nothing. They are plain data (serde), so a call can also travel to the queue's owner
 //! node over the mesh (`src/mesh/message.rs`).
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -60,13 +60,21 @@ pub fn group_name(value: Option<&str>) -> Result<ConsumerGroup, EphemeralInputEr
 }
 
 /// A push body's `messages`: each `{payload: x}` (or `{data: x}`) gives `x` as JSON text.
-pub fn push_payloads(messages: Option<&RawValue>) -> Result<Vec<String>, EphemeralInputError> {
+pub fn push_payloads(messages: Option<&RawValue>) -> Result<Vec<Arc<str>>, EphemeralInputError> {
+    /// One message of a push, borrowed from the body: the payload is copied once, into
+    /// the shared text the ring keeps, and nothing else of the message is allocated.
+    #[derive(Deserialize)]
+    struct Item<'a> {
+        #[serde(default, borrow)]
+        payload: Present<'a>,
+        #[serde(default, borrow)]
+        data: Present<'a>,
+    }
     let messages =
         messages.ok_or_else(|| EphemeralInputError::new("messages", "messages is required"))?;
-    let items: Vec<BTreeMap<String, Box<RawValue>>> = serde_json::from_str(messages.get())
-        .map_err(|_| {
-            EphemeralInputError::new("messages", "messages must be a list of {\"payload\": x}")
-        })?;
+    let items: Vec<Item<'_>> = serde_json::from_str(messages.get()).map_err(|_| {
+        EphemeralInputError::new("messages", "messages must be a list of {\"payload\": x}")
+    })?;
     if items.is_empty() || items.len() > MAX_BATCH_ITEMS {
         return Err(EphemeralInputError::new(
             "messages",
@@ -76,10 +84,11 @@ pub fn push_payloads(messages: Option<&RawValue>) -> Result<Vec<String>, Ephemer
     items
         .into_iter()
         .enumerate()
-        .map(|(i, mut item)| {
-            item.remove("payload")
-                .or_else(|| item.remove("data"))
-                .map(|raw| raw.get().to_owned())
+        .map(|(i, item)| {
+            item.payload
+                .0
+                .or(item.data.0)
+                .map(|raw| Arc::from(raw.get()))
                 .ok_or_else(|| {
                     EphemeralInputError::new(
                         "messages",
@@ -88,6 +97,16 @@ pub fn push_payloads(messages: Option<&RawValue>) -> Result<Vec<String>, Ephemer
                 })
         })
         .collect()
+}
+
+/// A field that is there (`null` included: a payload may be JSON null) or not.
+#[derive(Default)]
+struct Present<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Present<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(field: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(field).map(|raw| Present(Some(raw)))
+    }
 }
 
 /// A pop's query, checked (names as text, so the call can travel over the mesh).
@@ -267,7 +286,12 @@ mod tests {
     fn push_payloads_keep_their_json_text() {
         let raw =
             RawValue::from_string(r#"[{"payload": {"a": 1}}, {"data": null}]"#.into()).unwrap();
-        assert_eq!(push_payloads(Some(&raw)).unwrap(), [r#"{"a": 1}"#, "null"]);
+        let texts: Vec<String> = push_payloads(Some(&raw))
+            .unwrap()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(texts, [r#"{"a": 1}"#, "null"]);
         for bad in ["[]", "[1]", r#"[{"x": 1}]"#, "{}"] {
             let raw = RawValue::from_string(bad.into()).unwrap();
             assert!(push_payloads(Some(&raw)).is_err(), "{bad}");

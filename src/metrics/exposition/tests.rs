@@ -212,7 +212,7 @@ fn the_ephemeral_engines_figures_are_typed_counters_and_gauges() {
     for k in 0..5 {
         queue
             .lock()
-            .push("p", &[k.to_string()], &engine.ctx())
+            .push("p", &[k.to_string().into()], &engine.ctx())
             .expect("dropOldest makes room");
     }
     let push = Call::Push {
