@@ -292,8 +292,13 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     .workers(config.http.workers)
     .max_connections(config.http.max_connections_per_worker)
     .shutdown_timeout(HTTP_SHUTDOWN_TIMEOUT.as_secs())
-    .disable_signals()
-    .listen(listener)
+    .disable_signals();
+    // HTTP/2 prior knowledge beside HTTP/1.1: actix peeks at the connection's first bytes
+    // for the HTTP/2 preface (README, "Parked long-polls").
+    let server = match config.http.http2 {
+        true => server.listen_auto_h2c(listener),
+        false => server.listen(listener),
+    }
     .map_err(StartupError::Http)?
     .run();
     let handle = server.handle();

@@ -13,6 +13,7 @@ pub const KNOWN_VARS: &[&str] = &[
     "QUEEN_HTTP_WORKERS",
     "QUEEN_MAX_BODY_BYTES",
     "QUEEN_HTTP_MAX_CONNECTIONS",
+    "QUEEN_HTTP2",
     "DATABASE_URL",
     "PG_HOST",
     "PG_PORT",

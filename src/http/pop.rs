@@ -24,6 +24,7 @@ use echo::{Autopilot, Echo, AUTOPILOT_BATCH, AUTOPILOT_PARTITIONS};
 
 mod ceilings;
 mod echo;
+pub mod headers;
 mod render;
 
 /// The codec of segments holding sealed payloads, which never ship framed.

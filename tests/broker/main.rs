@@ -90,6 +90,7 @@ mod timers;
 mod transaction;
 mod txn_keys;
 mod upgrade;
+mod wakes_http2;
 mod wakes_lost;
 mod wakes_push;
 mod wakes_quiet;

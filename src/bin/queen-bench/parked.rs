@@ -1,11 +1,12 @@
 //! `queen-bench parked`: what parked long-poll pops cost a broker. It starts the broker,
 //! measures push-then-pop latency on a queue of its own, parks pops over groups and queues
-//! on connections of their own, and reports RSS growth per parked pop, the broker's CPU
+//! on connections of their own (or as streams of a few shared HTTP/2 connections, with
+//! `--http2`), and reports RSS growth per parked pop, the broker's CPU
 //! while they wait, the same push-then-pop latency again, how fast a push wakes parked
 //! pops, and last, for comparison, RSS growth per idle keep-alive connection.
 //!
-//! Map: [`args`] (command line), [`http`] (a bare keep-alive connection), [`figures`]
-//! (the arithmetic and the table).
+//! Map: [`args`] (command line), [`http`] (a bare keep-alive connection), [`consumer`]
+//! (HTTP/1.1 or HTTP/2 under a parked pop), [`figures`] (the arithmetic and the table).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,10 +22,12 @@ use crate::cpu;
 use crate::stats::Latency;
 
 mod args;
+mod consumer;
 mod figures;
 mod http;
 
 pub use args::ParkedArgs;
+use consumer::{http2_client, Consumer};
 use figures::{bytes_per_item, cpu_rate, groups_on_queue, placement, Figures};
 use http::Conn;
 
@@ -54,9 +57,17 @@ pub async fn main(args: ParkedArgs) -> anyhow::Result<()> {
 async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     let idle_count = args.idle_connections();
     let (groups, queues) = (args.groups as usize, args.queues as usize);
-    raise_fd_limit((args.pops + idle_count) as u64 + 4096)?;
+    let pop_connections = match args.http2 {
+        true => args.http2_connections as usize,
+        false => args.pops,
+    };
+    raise_fd_limit((pop_connections + idle_count) as u64 + 4096)?;
     let load_start = load_average();
-    let mut broker = args.launch.start(&[]).await?;
+    let http2: &[(String, String)] = &[("QUEEN_HTTP2".to_owned(), "true".to_owned())];
+    let mut broker = args
+        .launch
+        .start(if args.http2 { http2 } else { &[] })
+        .await?;
     let pid = broker.pid().context("the broker has no pid")?;
     let server: SocketAddr = broker
         .url
@@ -77,22 +88,36 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     // connection that sends no request head within 30 s).
     let (woken_tx, mut woken_rx) = mpsc::unbounded_channel::<u64>();
     let mut parked = JoinSet::new();
-    let mut connecting = stream::iter(0..args.pops)
-        .map(|i| {
-            let sources = &sources;
-            async move { connect(server, sources).await.map(|conn| (i, conn)) }
-        })
-        .buffer_unordered(args.connect_concurrency as usize);
-    while let Some(opened) = connecting.next().await {
-        let (i, conn) = opened?;
+    let url = |i: usize| {
         let (queue, group) = placement(i, groups, queues);
-        let url = format!(
+        format!(
             "/api/v1/pop/queue/pq{queue}?consumerGroup=g{group}&wait=true&autoAck=true&timeout={}",
             args.timeout_ms
-        );
-        parked.spawn(keep_parked(conn, url, epoch, woken_tx.clone()));
+        )
+    };
+    if args.http2 {
+        let clients = http2_connections(server, pop_connections).await?;
+        for i in 0..args.pops {
+            let consumer = Consumer::Http2(clients[i % clients.len()].clone(), server);
+            parked.spawn(keep_parked(consumer, url(i), epoch, woken_tx.clone()));
+        }
+    } else {
+        let mut connecting = stream::iter(0..args.pops)
+            .map(|i| {
+                let sources = &sources;
+                async move { connect(server, sources).await.map(|conn| (i, conn)) }
+            })
+            .buffer_unordered(args.connect_concurrency as usize);
+        while let Some(opened) = connecting.next().await {
+            let (i, conn) = opened?;
+            parked.spawn(keep_parked(
+                Consumer::Http1(conn),
+                url(i),
+                epoch,
+                woken_tx.clone(),
+            ));
+        }
     }
-    drop(connecting);
     drop(woken_tx);
     wait_parked(server, &sources, &mut parked, args.pops).await?;
     tokio::time::sleep(args.settle).await;
@@ -151,6 +176,8 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         pops: args.pops,
         groups,
         queues,
+        http2: args.http2,
+        pop_connections,
         idle_connections: idle_count,
         rss_start_kib,
         rss_parked_kib,
@@ -172,7 +199,7 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
 /// One consumer: pops with a long wait, again and again; each delivered message reports
 /// how long after its push it arrived (µs).
 async fn keep_parked(
-    mut conn: Conn,
+    mut conn: Consumer,
     url: String,
     epoch: Instant,
     woken: mpsc::UnboundedSender<u64>,
@@ -193,6 +220,23 @@ async fn keep_parked(
             ),
         }
     }
+}
+
+/// `count` HTTP/2 clients, each with its connection open (one `GET /health` made it).
+async fn http2_connections(
+    server: SocketAddr,
+    count: usize,
+) -> anyhow::Result<Vec<reqwest::Client>> {
+    let mut clients = Vec::with_capacity(count);
+    for _ in 0..count {
+        let client = http2_client()?;
+        let answer = Consumer::Http2(client.clone(), server)
+            .get("/health")
+            .await?;
+        anyhow::ensure!(answer.status == 200, "/health answered {}", answer.status);
+        clients.push(client);
+    }
+    Ok(clients)
 }
 
 /// The `sent_us` stamps of a pop answer's messages.

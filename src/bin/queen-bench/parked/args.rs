@@ -19,6 +19,14 @@ pub struct ParkedArgs {
     /// Queues the groups are spread over (round robin).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub queues: u64,
+    /// Park the pops as streams of shared HTTP/2 connections (cleartext, prior knowledge;
+    /// the broker is started with `QUEEN_HTTP2=true`) instead of one HTTP/1.1 connection
+    /// each.
+    #[arg(long)]
+    pub http2: bool,
+    /// HTTP/2 connections the pops are spread over (round robin), with --http2.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http2_connections: u64,
     /// Idle keep-alive connections (one `GET /health` each) opened first, to compare a
     /// parked pop with a connection that holds none [default: as many as --pops].
     #[arg(long)]
@@ -88,6 +96,23 @@ mod tests {
             (p.pops, p.groups, p.idle_connections()),
             (100_000, 10_000, 0)
         );
+        assert!(!p.http2);
         assert!(Cli::try_parse_from(["queen-bench", "parked", "--groups", "0"]).is_err());
+        let cli = Cli::try_parse_from([
+            "queen-bench",
+            "parked",
+            "--http2",
+            "--http2-connections",
+            "400",
+        ])
+        .unwrap();
+        let Command::Parked(p) = cli.command else {
+            panic!("not parked")
+        };
+        assert!(p.http2);
+        assert_eq!(p.http2_connections, 400);
+        assert!(
+            Cli::try_parse_from(["queen-bench", "parked", "--http2-connections", "0"]).is_err()
+        );
     }
 }

@@ -13,6 +13,10 @@ pub struct Figures {
     pub groups: usize,
     /// Queues the groups are spread over.
     pub queues: usize,
+    /// Whether the pops travelled as HTTP/2 streams (else HTTP/1.1, a connection each).
+    pub http2: bool,
+    /// Connections the pops travelled on.
+    pub pop_connections: usize,
     /// Idle keep-alive connections opened first, for comparison.
     pub idle_connections: usize,
     /// Broker RSS before any pop was parked, KiB.
@@ -91,6 +95,14 @@ pub fn render(f: &Figures) -> String {
         (
             "parked pops / groups / queues".to_owned(),
             format!("{} / {} / {}", f.pops, f.groups, f.queues),
+        ),
+        (
+            "pops travel on".to_owned(),
+            format!(
+                "{} {} connections",
+                f.pop_connections,
+                if f.http2 { "HTTP/2" } else { "HTTP/1.1" }
+            ),
         ),
         (
             "broker RSS: start, parked, + idle conns".to_owned(),
@@ -184,6 +196,8 @@ mod tests {
             pops: 8000,
             groups: 1000,
             queues: 20,
+            http2: true,
+            pop_connections: 100,
             idle_connections: 8000,
             rss_start_kib: 40_960,
             rss_parked_kib: 73_728,
@@ -202,6 +216,7 @@ mod tests {
         };
         let table = render(&f);
         assert!(table.contains("8000 / 1000 / 20"));
+        assert!(table.contains("100 HTTP/2 connections"));
         assert!(table.contains("40.0 MiB, 72.0 MiB, 74.0 -> 82.0 MiB"));
         assert!(table.contains("4194 bytes"));
         assert!(table.contains("0.050 CPU-s/s (8000 parked)"));
