@@ -68,18 +68,23 @@ pub async fn wanted(client: &Client, setting: Option<bool>) -> Result<bool, DbEr
     if setting != Some(true) {
         return Ok(false);
     }
-    let present: bool = client
+    let present = extension_present(client).await?;
+    match (setting, present) {
+        (Some(true), false) => Err(DbError::CitusMissing),
+        _ => Ok(present),
+    }
+}
+
+/// Whether the database has the `citus` extension.
+async fn extension_present(client: &Client) -> Result<bool, DbError> {
+    Ok(client
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')",
             &[],
         )
         .await
         .map_err(|e| DbError::query("schema", e))?
-        .get(0);
-    match (setting, present) {
-        (Some(true), false) => Err(DbError::CitusMissing),
-        _ => Ok(present),
-    }
+        .get(0))
 }
 
 /// Whether the schema is laid out for Citus: the database has the extension and
@@ -87,14 +92,7 @@ pub async fn wanted(client: &Client, setting: Option<bool>) -> Result<bool, DbEr
 /// laid it out), so a broker started without `QUEEN_CITUS` on a laid-out database still
 /// takes the statements the layout needs.
 pub async fn laid_out(client: &Client) -> Result<bool, DbError> {
-    let present: bool = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')",
-            &[],
-        )
-        .await
-        .map_err(|e| DbError::query("schema", e))?
-        .get(0);
+    let present = extension_present(client).await?;
     if !present {
         return Ok(false);
     }
