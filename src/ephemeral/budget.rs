@@ -1,24 +1,34 @@
 //! The broker-wide byte budget of ephemeral contents (`QUEEN_EPHEMERAL_MAX_BYTES`): every
 //! message held takes its cost from it at push and gives it back when it leaves (acked by
 //! every group, dropped, expired, reset, deleted), so a flood of pushes is refused, or
-//! drops old messages, before resident memory grows past the cap.
+//! drops old messages, before resident memory grows past the cap. The payloads' own
+//! memory is bounded once more by the arena they live in ([`PayloadStore`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The cap and what is taken of it.
+use super::store::PayloadStore;
+
+/// The cap, what is taken of it, and the memory the payloads held live in.
 #[derive(Debug)]
 pub struct Budget {
     cap: u64,
     held: AtomicU64,
+    store: PayloadStore,
 }
 
 impl Budget {
-    /// A budget of `cap` bytes.
+    /// A budget of `cap` bytes, its payloads in an arena of that size.
     pub fn new(cap: u64) -> Self {
         Budget {
             cap,
             held: AtomicU64::new(0),
+            store: PayloadStore::new(cap),
         }
+    }
+
+    /// Where held payloads are copied to.
+    pub fn store(&self) -> &PayloadStore {
+        &self.store
     }
 
     /// Takes `bytes` if they fit under the cap; false (nothing taken) if not.

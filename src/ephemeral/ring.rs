@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::budget::Budget;
 use super::cursor::{Cursor, Lease};
+use super::store::{PayloadStore, StoredPayload};
 use crate::domain::ephemeral::{AckStatus, EphemeralOptions, MessageId, Policy};
 
 /// What one message costs beside its payload's bytes: its slot in the ring, the payload's
@@ -17,11 +18,18 @@ use crate::domain::ephemeral::{AckStatus, EphemeralOptions, MessageId, Policy};
 /// the number of messages too, so tiny payloads cannot grow memory past the cap.
 pub const MESSAGE_OVERHEAD: u64 = 128;
 
+/// What one message takes of the broker-wide budget: its payload's block as the payload
+/// store allocates it (size classes round up) plus [`MESSAGE_OVERHEAD`]. Queue bounds
+/// count the payload's own length instead (what the client sent).
+fn memory_cost(store: &PayloadStore, len: usize) -> u64 {
+    store.block_bytes(len) + MESSAGE_OVERHEAD
+}
+
 /// A held message.
 #[derive(Debug)]
 struct Entry {
     seq: u64,
-    payload: Arc<str>,
+    payload: StoredPayload,
     born: Instant,
     cost: u64,
 }
@@ -97,6 +105,8 @@ pub struct Ring {
     entries: VecDeque<Entry>,
     next_seq: u64,
     bytes: u64,
+    /// What the held messages take of the broker-wide budget (see [`memory_cost`]).
+    charged: u64,
     groups: HashMap<String, Cursor>,
 }
 
@@ -109,6 +119,7 @@ impl Ring {
             entries: VecDeque::new(),
             next_seq: 0,
             bytes: 0,
+            charged: 0,
             groups: HashMap::new(),
         }
     }
@@ -148,7 +159,9 @@ impl Ring {
             .iter()
             .map(|p| p.len() as u64 + MESSAGE_OVERHEAD)
             .sum();
-        if count > options.max_length || cost > options.max_bytes || cost > budget.cap() {
+        let store = budget.store();
+        let charge: u64 = payloads.iter().map(|p| memory_cost(store, p.len())).sum();
+        if count > options.max_length || cost > options.max_bytes || charge > budget.cap() {
             return Err(Refusal::TooLarge);
         }
         let over = |len: u64, bytes: u64| {
@@ -163,30 +176,54 @@ impl Ring {
                 losses.dropped += 1;
             }
         }
-        while !budget.take(cost) {
+        // The cap counts the bytes; the payloads' arena may be full before it (rounding,
+        // blocks freed elsewhere not yet returned): either way old messages make room
+        // under `dropOldest`, and the push is refused under `reject`.
+        let mut copies = Vec::with_capacity(payloads.len());
+        let mut taken = false;
+        loop {
+            taken = taken || budget.take(charge);
+            if taken {
+                while let Some(payload) = payloads.get(copies.len()) {
+                    match store.store(payload) {
+                        Some(copy) => copies.push(copy),
+                        None => break,
+                    }
+                }
+                if copies.len() == payloads.len() {
+                    break;
+                }
+            }
             if options.policy == Policy::Reject || self.entries.is_empty() {
+                if taken {
+                    budget.give(charge);
+                }
                 return Err(Refusal::BrokerFull);
             }
             self.drop_front(budget);
             losses.dropped += 1;
         }
-        for payload in payloads {
+        for payload in copies {
+            let cost = payload.len() as u64 + MESSAGE_OVERHEAD;
             self.entries.push_back(Entry {
                 seq: self.next_seq,
-                payload: Arc::clone(payload),
+                payload,
                 born: now,
-                cost: payload.len() as u64 + MESSAGE_OVERHEAD,
+                cost,
             });
             self.next_seq += 1;
         }
         self.bytes += cost;
+        self.charged += charge;
         Ok(())
     }
 
     fn drop_front(&mut self, budget: &Budget) {
         if let Some(entry) = self.entries.pop_front() {
+            let charge = memory_cost(budget.store(), entry.payload.len());
             self.bytes -= entry.cost;
-            budget.give(entry.cost);
+            self.charged -= charge;
+            budget.give(charge);
         }
     }
 
@@ -321,7 +358,8 @@ impl Ring {
     /// Sequence numbers go on rising, so an ack of a message from before answers `stale`.
     pub fn clear(&mut self, budget: &Budget) -> u64 {
         let dropped = self.entries.len() as u64;
-        budget.give(self.bytes);
+        budget.give(self.charged);
+        self.charged = 0;
         self.entries = VecDeque::new();
         self.bytes = 0;
         self.groups.clear();
@@ -361,7 +399,59 @@ fn delivered(
             seq: entry.seq,
         },
         partition: partition.clone(),
-        payload: entry.payload.clone(),
+        payload: Arc::from(entry.payload.as_str()),
         attempts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn push_one(ring: &mut Ring, budget: &Budget, text: &str, options: &EphemeralOptions) {
+        let payloads: Vec<Arc<str>> = vec![Arc::from(text)];
+        let mut losses = Losses::default();
+        ring.push(&payloads, options, budget, Instant::now(), &mut losses)
+            .expect("room");
+    }
+
+    #[test]
+    fn the_budget_is_charged_the_payloads_block_and_the_queue_its_length() {
+        let budget = Budget::new(1 << 20);
+        let options = EphemeralOptions::default();
+        let mut ring = Ring::new(1, Arc::from("p"));
+        let text = "x".repeat(1030);
+        push_one(&mut ring, &budget, &text, &options);
+        let block = budget.store().block_bytes(text.len());
+        assert!(block > 1030, "size classes round up: {block}");
+        assert_eq!(budget.held(), block + MESSAGE_OVERHEAD);
+        assert_eq!(ring.bytes(), 1030 + MESSAGE_OVERHEAD);
+        ring.clear(&budget);
+        assert_eq!(budget.held(), 0, "everything charged is given back");
+    }
+
+    #[test]
+    fn a_drop_oldest_ring_keeps_taking_pushes_past_the_cap() {
+        // A cap of 64 MiB: the payload arena is 64 MiB and the byte budget the same, so
+        // 64 KiB payloads (their blocks rounded up, plus the per-message overhead) meet one
+        // of the two; either way the ring drops its oldest and takes the push.
+        let budget = Budget::new(64 << 20);
+        let options = EphemeralOptions {
+            max_bytes: u64::MAX,
+            max_length: u64::MAX,
+            policy: Policy::DropOldest,
+            ..EphemeralOptions::default()
+        };
+        let mut ring = Ring::new(1, Arc::from("p"));
+        let text = "y".repeat(64 << 10);
+        let mut losses = Losses::default();
+        for _ in 0..2_000 {
+            let payloads: Vec<Arc<str>> = vec![Arc::from(text.as_str())];
+            ring.push(&payloads, &options, &budget, Instant::now(), &mut losses)
+                .expect("dropOldest always makes room");
+        }
+        assert!(losses.dropped > 0, "2,000 × 64 KiB past a 64 MiB cap drops");
+        assert!(budget.held() <= budget.cap());
+        assert_eq!(ring.len() as u64 + losses.dropped, 2_000);
     }
 }

@@ -238,7 +238,7 @@ pub const GAUGES: &[Family] = &[
     ),
     (
         "queen_ephemeral_bytes_held",
-        "bytes of ephemeral messages this node holds (payload plus 128 per message)",
+        "bytes of ephemeral messages this node holds (each payload's allocated block plus 128 per message)",
         "",
         &[("", "/ephemeral/bytesHeld")],
     ),

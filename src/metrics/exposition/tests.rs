@@ -234,7 +234,9 @@ fn the_ephemeral_engines_figures_are_typed_counters_and_gauges() {
         "queen_ephemeral_forwarded_total{call=\"ack\"} 0\n",
         "# TYPE queen_ephemeral_queues_owned gauge\nqueen_ephemeral_queues_owned 1\n",
         "# TYPE queen_ephemeral_messages gauge\nqueen_ephemeral_messages 2\n",
-        "queen_ephemeral_bytes_held 258\n",
+        // Two one-byte payloads, each in the payload store's smallest block (8 bytes),
+        // plus 128 each.
+        "queen_ephemeral_bytes_held 272\n",
         "queen_ephemeral_max_bytes 1048576\n",
     ] {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
