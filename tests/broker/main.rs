@@ -19,6 +19,7 @@ mod bad_input;
 mod binary;
 mod binary_pop;
 mod binary_push;
+mod citus_grow;
 mod citus_layout;
 mod cluster_script;
 mod compat_python;

@@ -73,6 +73,17 @@ pub struct RunArgs {
     /// on a machine whose disk other work shares).
     #[arg(long, default_value = "/tmp")]
     pub work_dir: PathBuf,
+    /// Run on a Citus cluster: the cluster script (`cluster.sh` of ../shared/citus) starts
+    /// a coordinator and --citus-workers workers under --work-dir, the broker points at the
+    /// coordinator with QUEEN_CITUS=true, and each node's CPU is printed.
+    #[arg(long, conflicts_with = "url")]
+    pub citus: Option<PathBuf>,
+    /// Workers of the --citus cluster.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub citus_workers: u16,
+    /// The --citus coordinator's port; worker i listens at this port + i.
+    #[arg(long, default_value_t = 9700)]
+    pub citus_port: u16,
 
     /// Producer connections (each pushes one batch at a time).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -347,6 +358,24 @@ mod tests {
         assert!(run(&["--batch", "0"]).is_err());
         assert!(run(&["--payload", "10"]).is_err());
         assert!(run(&["--live-load", "1.5"]).is_err());
+    }
+
+    #[test]
+    fn a_citus_run_names_its_script_and_workers_and_cannot_take_a_url() {
+        let r = run(&["--citus", "cluster.sh", "--citus-workers", "1"]).unwrap();
+        assert_eq!(r.citus, Some(PathBuf::from("cluster.sh")));
+        assert_eq!((r.citus_workers, r.citus_port), (1, 9700));
+        assert_eq!(run(&["--citus", "c.sh"]).unwrap().citus_workers, 2);
+        assert!(run(&["--citus", "c.sh", "--citus-workers", "0"]).is_err());
+        assert!(run(&[
+            "--citus",
+            "c.sh",
+            "--url",
+            "http://x",
+            "--database-url",
+            "host=/tmp"
+        ])
+        .is_err());
     }
 
     #[test]

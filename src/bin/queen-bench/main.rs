@@ -5,7 +5,7 @@
 //! drain, any system) and the systems [`broker`], [`baseline`] and [`ceiling`] (all behind
 //! [`system`]), with [`workload`] (the messages), [`verify`] (exactly-once), [`qpb1`] and [`qpf1`]
 //! (binary push and framed pop bodies), [`wire`] (JSON against binary), [`stats`]
-//! (percentiles), [`cpu`] and [`pg`] (metering), [`spawn`] (starting the broker), [`result`]
+//! (percentiles), [`cpu`], [`pg`] and [`meter`] (metering), [`spawn`] (starting the broker), [`result`]
 //! (the JSON file and the table), and [`report`] with [`plot`] (BENCHMARKS.md and its PNG);
 //! [`reads`] is the offset-read comparison (`queen-bench reads`), [`parked`] what parked
 //! long-polls cost (`queen-bench parked`), [`kv`] the key/value route against a plain
@@ -13,17 +13,20 @@
 //! figures (`queen-bench timers`), [`streams`] a streams cycle against plain pop + push +
 //! ack (`queen-bench streams`), [`ephemeral`] ephemeral queues against durable ones, their
 //! push → parked-pop latency and their memory under a flood (`queen-bench ephemeral`);
-//! [`launch`] holds the flags of every subcommand that starts the broker.
+//! [`launch`] holds the flags of every subcommand that starts the broker; [`citus`] starts a
+//! Citus cluster for `run --citus` (each node's CPU metered on its own).
 
 mod arg_values;
 mod args;
 mod baseline;
 mod broker;
 mod ceiling;
+mod citus;
 mod cpu;
 mod ephemeral;
 mod kv;
 mod launch;
+mod meter;
 mod parked;
 mod pg;
 mod phase;

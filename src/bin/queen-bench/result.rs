@@ -94,6 +94,18 @@ pub struct Phase {
     pub tool_cpu_s: f64,
     /// WAL bytes written.
     pub wal_bytes: Option<i64>,
+    /// On a Citus cluster (`--citus`): each node's share of `pg_cpu_s`, coordinator first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_cpu_s: Vec<NodeCpu>,
+}
+
+/// One PostgreSQL node's CPU seconds in a phase (a Citus coordinator or worker).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeCpu {
+    /// `coordinator`, `worker1`, ...
+    pub node: String,
+    /// CPU seconds of the node's server tree.
+    pub cpu_s: f64,
 }
 
 /// The latency phase.
@@ -161,6 +173,25 @@ impl SystemResult {
     /// PostgreSQL CPU s per million messages (push + pop + ack).
     pub fn pg_cpu_per_m(&self) -> Option<f64> {
         self.per_million(|p| p.pg_cpu_s)
+    }
+
+    /// On a Citus cluster: (node, its CPU s per million messages, push + pop + ack), in
+    /// the order the phases list the nodes.
+    pub fn node_cpu_per_m(&self) -> Vec<(String, f64)> {
+        self.push
+            .node_cpu_s
+            .iter()
+            .filter_map(|n| {
+                let of = |p: &Phase| {
+                    p.node_cpu_s
+                        .iter()
+                        .find(|m| m.node == n.node)
+                        .map(|m| m.cpu_s)
+                };
+                let cpu = self.per_million(of)?;
+                Some((n.node.clone(), cpu))
+            })
+            .collect()
     }
 
     /// This tool's CPU s per million messages.
@@ -269,6 +300,7 @@ mod tests {
             pg_cpu_s,
             tool_cpu_s,
             wal_bytes: None,
+            node_cpu_s: Vec::new(),
         }
     }
 
@@ -305,5 +337,53 @@ mod tests {
         assert_eq!(phase(100_000, None, 0.5).rate_without_broker(2), None);
         assert_eq!(phase(0, Some(1.0), 0.5).rate_without_broker(2), None);
         assert_eq!(phase(10, Some(0.0), 0.0).rate_without_broker(2), None);
+    }
+}
+
+#[cfg(test)]
+mod node_tests {
+    use super::{NodeCpu, Phase, SystemResult};
+    use crate::verify::Verifier;
+
+    fn phase(messages: u64, nodes: &[(&str, f64)]) -> Phase {
+        Phase {
+            messages,
+            seconds: 1.0,
+            rate: messages as f64,
+            broker_cpu_s: None,
+            pg_cpu_s: Some(nodes.iter().map(|(_, s)| s).sum()),
+            tool_cpu_s: 0.0,
+            wal_bytes: None,
+            node_cpu_s: nodes
+                .iter()
+                .map(|(node, cpu_s)| NodeCpu {
+                    node: (*node).to_owned(),
+                    cpu_s: *cpu_s,
+                })
+                .collect(),
+        }
+    }
+
+    /// Each node's cost per million messages adds its push and its drain CPU, as the
+    /// PostgreSQL total does, in the order the phase lists the nodes.
+    #[test]
+    fn each_node_costs_its_push_and_drain_cpu_per_million_messages() {
+        let push = phase(500_000, &[("coordinator", 2.0), ("worker1", 3.0)]);
+        let drain = phase(500_000, &[("coordinator", 1.0), ("worker1", 4.0)]);
+        let v = Verifier::new(0, push.messages, 1);
+        let system = SystemResult {
+            push,
+            drain,
+            drain_check: v.report(),
+            live: None,
+        };
+        assert_eq!(
+            system.node_cpu_per_m(),
+            vec![
+                ("coordinator".to_owned(), 6.0),
+                ("worker1".to_owned(), 14.0)
+            ]
+        );
+        assert_eq!(system.pg_cpu_per_m(), Some(20.0));
     }
 }

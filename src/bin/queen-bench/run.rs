@@ -1,6 +1,7 @@
-//! One scenario, start to end: start (or reach) the broker, then on the same PostgreSQL and
-//! in the same run: broker push and drain, baseline enqueue and drain, the raw ceiling, and
-//! the latency phase of both at the same offered load.
+//! One scenario, start to end: start (or reach) the broker (with `--citus`, on a Citus
+//! cluster it starts too), then on the same PostgreSQL and in the same run: broker push and
+//! drain, baseline enqueue and drain, the raw ceiling, and the latency phase of both at the
+//! same offered load.
 //!
 //! Every timed phase starts after a CHECKPOINT, so none pays for the previous one's dirty
 //! pages, and is metered for broker, PostgreSQL and tool CPU and for WAL bytes.
@@ -10,12 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio_postgres::Client;
 
 use crate::args::{Limit, RunArgs};
 use crate::baseline::{self, BaselineConsumer, BaselineProducer, SCHEMA};
 use crate::broker::{BrokerConsumer, BrokerProducer, PopOptions, Target};
 use crate::ceiling::{self, CeilingProducer};
+use crate::citus::CitusCluster;
+use crate::meter::{Meter, Server};
+use crate::pg;
 use crate::phase::{self, Progress, PushPlan};
 use crate::result::{Ceiling, Live, Phase, RunResult, Scenario, SystemResult};
 use crate::spawn::{self, SpawnedBroker};
@@ -23,7 +26,6 @@ use crate::stats::Latency;
 use crate::system::{Consumer, Producer};
 use crate::verify::Verifier;
 use crate::workload::Workload;
-use crate::{cpu, pg};
 
 /// Sequence numbers of the latency phase start here, far from the throughput phases', so
 /// a stray delivery from one phase can never pass for a message of the other.
@@ -33,6 +35,16 @@ const LIVE_FIRST_SEQ: u64 = 1 << 40;
 pub async fn run(args: &RunArgs, command: String) -> anyhow::Result<RunResult> {
     args.validate().map_err(anyhow::Error::msg)?;
     let started_at = chrono::Utc::now().to_rfc3339();
+    // Declared before the broker, so dropped after it: the broker stops first.
+    let citus = match &args.citus {
+        Some(script) => Some(CitusCluster::start(
+            script,
+            args.citus_workers,
+            args.citus_port,
+            &args.work_dir,
+        )?),
+        None => None,
+    };
     let mut spawned = None;
     let (url, database_url, broker_pid) = match &args.url {
         Some(url) => (
@@ -47,30 +59,51 @@ pub async fn run(args: &RunArgs, command: String) -> anyhow::Result<RunResult> {
                 Some(b) => b.clone(),
                 None => spawn::default_binary()?,
             };
-            eprintln!(
-                "starting {} on a fresh embedded PostgreSQL",
-                binary.display()
-            );
-            let b = SpawnedBroker::start(&binary, &args.broker_env, &args.work_dir).await?;
-            let found = (b.url.clone(), b.database_url.clone(), b.pid());
+            let mut env = args.broker_env.clone();
+            if let Some(cluster) = &citus {
+                eprintln!("starting {} on the Citus coordinator", binary.display());
+                env.push(("DATABASE_URL".to_owned(), cluster.dsn()));
+                env.push(("QUEEN_CITUS".to_owned(), "true".to_owned()));
+            } else {
+                eprintln!(
+                    "starting {} on a fresh embedded PostgreSQL",
+                    binary.display()
+                );
+            }
+            let b = SpawnedBroker::start(&binary, &env, &args.work_dir).await?;
+            let database_url = match &citus {
+                Some(cluster) => cluster.dsn(),
+                None => b.database_url.clone(),
+            };
+            let found = (b.url.clone(), database_url, b.pid());
             spawned = Some(b);
             found
         }
     };
-    let result = measure(args, command, started_at, &url, &database_url, broker_pid).await;
+    let nodes = citus.as_ref().map(CitusCluster::nodes).unwrap_or_default();
+    let result = measure(
+        args,
+        command,
+        started_at,
+        (&url, &database_url, broker_pid),
+        &nodes,
+    )
+    .await;
     if let Some(mut b) = spawned {
         b.stop();
     }
     result
 }
 
+/// One scenario on a reachable broker: `(url, database_url, broker_pid)`; `nodes` names the
+/// connection strings of a Citus cluster's nodes (empty: one PostgreSQL server, metered
+/// whole).
 async fn measure(
     args: &RunArgs,
     command: String,
     started_at: String,
-    url: &str,
-    database_url: &str,
-    broker_pid: Option<i32>,
+    (url, database_url, broker_pid): (&str, &str, Option<i32>),
+    nodes: &[(String, String)],
 ) -> anyhow::Result<RunResult> {
     let pg_config = pg::parse_config(database_url)?;
     let admin = pg::connect(&pg_config).await?;
@@ -78,10 +111,18 @@ async fn measure(
         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
         .await
         .context("creating the tool's schema")?;
+    let mut servers = Vec::new();
+    if nodes.is_empty() {
+        servers.push(Server::connect("postgres", &pg_config).await?);
+    }
+    for (name, dsn) in nodes {
+        servers.push(Server::connect(name, &pg::parse_config(dsn)?).await?);
+    }
     let meter = Meter {
         admin,
         broker_pid,
-        postmaster: pg::postmaster_pid(&pg::connect(&pg_config).await?).await?,
+        per_node: !nodes.is_empty(),
+        servers,
     };
     let postgres: BTreeMap<String, String> =
         pg::settings(&meter.admin).await?.into_iter().collect();
@@ -307,7 +348,7 @@ async fn throughput<P: Producer, C: Consumer>(
 ) -> anyhow::Result<(SystemResult, Vec<P>, Vec<C>)> {
     let (push, producers) =
         timed_push(ctx, &format!("{who} push"), producers, ctx.args.limit()).await?;
-    pg::checkpoint(&ctx.meter.admin).await;
+    ctx.meter.checkpoint().await;
     ctx.progress.begin(&format!("{who} pop+ack"));
     let before = ctx.meter.read().await;
     let drained = phase::drain(
@@ -340,7 +381,7 @@ async fn timed_push<P: Producer>(
     producers: Vec<P>,
     limit: Limit,
 ) -> anyhow::Result<(Phase, Vec<P>)> {
-    pg::checkpoint(&ctx.meter.admin).await;
+    ctx.meter.checkpoint().await;
     ctx.progress.begin(label);
     let before = ctx.meter.read().await;
     let pushed = phase::push(
@@ -374,7 +415,7 @@ async fn live<P: Producer, C: Consumer>(
         .ceil()
         .max(1.0) as u64;
     let messages = batches * batch;
-    pg::checkpoint(&ctx.meter.admin).await;
+    ctx.meter.checkpoint().await;
     ctx.progress.begin(label);
     let (pushed, drained) = tokio::join!(
         phase::push(
@@ -403,51 +444,6 @@ async fn live<P: Producer, C: Consumer>(
         latency: Latency::from_micros(&mut drained.latencies),
         check: drained.check,
     })
-}
-
-/// Reads CPU and WAL counters around a phase.
-struct Meter {
-    admin: Client,
-    broker_pid: Option<i32>,
-    postmaster: Option<i32>,
-}
-
-struct Reading {
-    broker: Option<f64>,
-    pg: Option<f64>,
-    tool: f64,
-    wal: Option<i64>,
-}
-
-impl Meter {
-    async fn read(&self) -> Reading {
-        Reading {
-            wal: pg::wal_position(&self.admin).await.ok(),
-            broker: self.broker_pid.and_then(cpu::process_seconds),
-            pg: self.postmaster.and_then(cpu::tree_seconds),
-            tool: cpu::self_seconds(),
-        }
-    }
-
-    /// The phase's figures: `messages` in `elapsed`, costs since `before`.
-    async fn phase(&self, before: Reading, messages: u64, elapsed: Duration) -> Phase {
-        let after = self.read().await;
-        let diff = |a: Option<f64>, b: Option<f64>| Some(a? - b?);
-        let seconds = elapsed.as_secs_f64();
-        Phase {
-            messages,
-            seconds,
-            rate: if seconds > 0.0 {
-                messages as f64 / seconds
-            } else {
-                0.0
-            },
-            broker_cpu_s: diff(after.broker, before.broker),
-            pg_cpu_s: diff(after.pg, before.pg),
-            tool_cpu_s: after.tool - before.tool,
-            wal_bytes: after.wal.zip(before.wal).map(|(a, b)| a - b),
-        }
-    }
 }
 
 #[cfg(test)]

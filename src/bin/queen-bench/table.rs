@@ -1,5 +1,5 @@
 //! The table printed at the end of a run: the scenario, each phase's figures for the broker
-//! (and the baseline), the exactly-once verdicts, the ceiling and, with `--compare-wire`,
+//! (and the baseline; on a Citus cluster each node's PostgreSQL CPU beside the total), the exactly-once verdicts, the ceiling and, with `--compare-wire`,
 //! the JSON against binary comparison.
 //!
 //! Formatting only; the figures come from `result`.
@@ -93,18 +93,20 @@ pub fn render(result: &RunResult) -> String {
         base.and_then(|x| x.pg_cpu_per_m()),
         1,
     );
+    for (node, cpu) in b.node_cpu_per_m() {
+        row(&format!("  {node} CPU s / M msgs"), Some(cpu), None, 1);
+    }
     row(
         "load tool CPU s / M msgs",
         b.tool_cpu_per_m(),
         base.and_then(|x| x.tool_cpu_per_m()),
         1,
     );
-    row(
-        "WAL bytes / msg",
-        b.wal_per_msg(),
-        base.and_then(|x| x.wal_per_msg()),
-        0,
-    );
+    let wal = match b.push.node_cpu_s.is_empty() {
+        true => "WAL bytes / msg",
+        false => "WAL bytes / msg (coordinator)",
+    };
+    row(wal, b.wal_per_msg(), base.and_then(|x| x.wal_per_msg()), 0);
     if let Some(live) = &b.live {
         let _ = writeln!(
             out,

@@ -78,6 +78,7 @@ mod tests {
             pg_cpu_s: None,
             tool_cpu_s: 0.0,
             wal_bytes: None,
+            node_cpu_s: Vec::new(),
         }
     }
 

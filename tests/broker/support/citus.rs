@@ -37,6 +37,9 @@ struct Cluster {
 /// The cluster, or why it could not start.
 static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 
+/// The port of the one worker beyond [`WORKERS`] that [`add_worker`] starts, or why not.
+static EXTRA_WORKER: OnceLock<Result<u16, String>> = OnceLock::new();
+
 /// The cluster script when the Citus test mode is on (`QUEEN_TEST_CITUS` set, not empty).
 pub fn script() -> Option<PathBuf> {
     std::env::var_os("QUEEN_TEST_CITUS")
@@ -76,6 +79,63 @@ pub async fn fresh_database(script: PathBuf) -> tokio_postgres::Config {
         .await;
     }
     config(port, &name)
+}
+
+/// Grows the cluster of `database` (a database [`fresh_database`] gave) by one worker, as
+/// an operator adds a node: the cluster script starts worker `WORKERS + 1` (once per test
+/// process; later calls reuse it), the database is created there with the extension, and
+/// the coordinator registers it with `citus_add_node`. The new worker holds no shard until
+/// a rebalance moves some; returns its port.
+pub async fn add_worker(database: &tokio_postgres::Config) -> u16 {
+    let port = match tokio::task::spawn_blocking(extra_worker).await {
+        Ok(port) => port,
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(error) => panic!("starting one more Citus worker: {error}"),
+        },
+    };
+    let name = database.get_dbname().expect("a fresh database has a name");
+    let coordinator = match database.get_ports() {
+        [port, ..] => *port,
+        [] => panic!("a fresh database has a port"),
+    };
+    execute(port, "postgres", &format!("CREATE DATABASE {name}")).await;
+    execute(port, name, "CREATE EXTENSION citus").await;
+    execute(
+        coordinator,
+        name,
+        &format!("SELECT citus_add_node('127.0.0.1', {port})"),
+    )
+    .await;
+    port
+}
+
+/// Starts worker `WORKERS + 1` of the test cluster (the script's `start` with one worker
+/// more), once; its port.
+fn extra_worker() -> u16 {
+    let result = EXTRA_WORKER.get_or_init(|| {
+        let Some(Ok(cluster)) = CLUSTER.get() else {
+            return Err("the Citus test cluster is not running".to_owned());
+        };
+        let workers = (WORKERS + 1).to_string();
+        let out = cluster
+            .command(&["start", &workers])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", cluster.script.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} start {workers} failed: {}{}",
+                cluster.script.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(cluster.port + WORKERS + 1)
+    });
+    match result {
+        Ok(port) => *port,
+        Err(message) => panic!("{message}"),
+    }
 }
 
 /// The connection settings of a database on the node at `port`.
