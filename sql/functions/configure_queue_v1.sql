@@ -19,8 +19,8 @@
 -- Returns the queue id, the Default partition's id and the effective queue row as JSON
 -- (without id, tenant, created_at and updated_at).
 -- Locks: the queue row, to the end of the caller's transaction. Creating the queue or its
--- Default partition fires queen.queues_limit_v1 (its advisory lock); the Default partition
--- is exempt from queen.partitions_limit_v1. No notifications.
+-- Default partition fires the queues_limit trigger (queen.tenant_limit_guard_v1, its
+-- advisory lock); the Default partition is exempt from partitions_limit. No notifications.
 CREATE OR REPLACE FUNCTION queen.configure_queue_v1(
     p_tenant    text,
     p_queue     text,

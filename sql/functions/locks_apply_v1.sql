@@ -43,14 +43,9 @@ DECLARE
     c_ns       constant text := 'queen-locks';
     c_time     constant text := 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
     v_results  jsonb[] := ARRAY[]::jsonb[];
-    v_op       jsonb;
-    v_kind     text;
-    v_name     text;
-    v_owner    text;
+    o          record;
     v_key      text;
-    v_i        integer;
     v_slot     integer;
-    v_limit    integer;
     v_try      integer;
     v_now      timestamptz;
     v_ttl      interval;
@@ -61,17 +56,19 @@ DECLARE
     v_contended boolean;
     r          record;
 BEGIN
-    FOR v_i IN 0 .. jsonb_array_length(p_ops) - 1 LOOP
-        v_op := p_ops -> v_i;
-        v_kind := v_op ->> 'op';
-        v_name := v_op ->> 'name';
-        v_owner := v_op ->> 'owner';
-        v_ttl := make_interval(secs => (v_op ->> 'ttl')::bigint);
-        v_slot := COALESCE((v_op ->> 'slot')::integer, 0);
-        v_key := v_name || '#' || v_slot;
+    -- The ops in order, each read once into its typed fields (a field an op does not
+    -- carry is NULL).
+    FOR o IN
+        SELECT x.op, x.name, x.owner, x.ttl, x.slot, x.token, x."limit" AS slots
+        FROM jsonb_to_recordset(p_ops) AS x (op text, name text, owner text, ttl bigint,
+            slot integer, token bigint, "limit" integer)
+    LOOP
+        v_ttl := make_interval(secs => o.ttl);
+        v_slot := COALESCE(o.slot, 0);
+        v_key := o.name || '#' || v_slot;
         v_now := clock_timestamp();
 
-        IF v_kind = 'get' THEN
+        IF o.op = 'get' THEN
             SELECT COALESCE(jsonb_agg(jsonb_build_object(
                        'slot', h.slot, 'owner', h.value -> 'owner', 'token', h.version,
                        'since', h.value -> 'since',
@@ -79,26 +76,25 @@ BEGIN
                        'renewedAt', to_char(h.updated_at AT TIME ZONE 'UTC', c_time))
                        ORDER BY h.slot), '[]'::jsonb)
               INTO v_held
-              FROM queen.lock_slots_v1(p_tenant, v_name, v_now) h;
+              FROM queen.lock_slots_v1(p_tenant, o.name, v_now) h;
             v_results := v_results || jsonb_build_object(
                 'held', jsonb_array_length(v_held) > 0, 'holders', v_held);
             CONTINUE;
         END IF;
 
-        IF v_kind = 'acquire' THEN
-            v_limit := (v_op ->> 'limit')::integer;
+        IF o.op = 'acquire' THEN
             -- One look at the live permits: the owner's own, and the slots to skip.
             v_taken := ARRAY[]::integer[];
             v_mine := NULL;
             v_token := NULL;
             FOR r IN
                 SELECT h.slot, h.value ->> 'owner' AS owner, h.version
-                  FROM queen.lock_slots_v1(p_tenant, v_name, v_now) h
+                  FROM queen.lock_slots_v1(p_tenant, o.name, v_now) h
                  ORDER BY h.slot
             LOOP
                 v_taken := v_taken || r.slot;
-                IF v_mine IS NULL AND v_owner IS NOT NULL AND r.owner = v_owner
-                   AND r.slot < v_limit THEN
+                IF v_mine IS NULL AND o.owner IS NOT NULL AND r.owner = o.owner
+                   AND r.slot < o.slots THEN
                     v_mine := r.slot;
                     v_token := r.version;
                 END IF;
@@ -106,24 +102,24 @@ BEGIN
             IF v_mine IS NOT NULL THEN
                 v_results := v_results || jsonb_build_object(
                     'acquired', true, 'already', true, 'slot', v_mine, 'token', v_token,
-                    'owner', v_owner,
+                    'owner', o.owner,
                     'guard', jsonb_build_object('op', 'check', 'ns', c_ns,
-                        'key', v_name || '#' || v_mine, 'expect', v_token,
+                        'key', o.name || '#' || v_mine, 'expect', v_token,
                         'required', true));
                 CONTINUE;
             END IF;
             v_contended := false;
             v_mine := NULL;
-            FOR v_slot IN 0 .. v_limit - 1 LOOP
+            FOR v_slot IN 0 .. o.slots - 1 LOOP
                 CONTINUE WHEN v_slot = ANY (v_taken);
-                v_key := v_name || '#' || v_slot;
+                v_key := o.name || '#' || v_slot;
                 -- A slot that vanishes between the two tries (a release) is tried again.
                 FOR v_try IN 1 .. 3 LOOP
                     v_now := clock_timestamp();
                     INSERT INTO queen.kv AS k (tenant, namespace, key, value, version,
                                                expires_at, updated_at)
                     VALUES (p_tenant, c_ns, v_key,
-                            jsonb_build_object('owner', v_owner,
+                            jsonb_build_object('owner', o.owner,
                                                'since', to_char(v_now AT TIME ZONE 'UTC',
                                                                 c_time)),
                             nextval('queen.kv_version'), v_now + v_ttl, v_now)
@@ -150,7 +146,7 @@ BEGIN
                     -- with a later version.
                     v_now := clock_timestamp();
                     UPDATE queen.kv k
-                       SET value = jsonb_build_object('owner', v_owner,
+                       SET value = jsonb_build_object('owner', o.owner,
                                'since', to_char(v_now AT TIME ZONE 'UTC', c_time)),
                            version = nextval('queen.kv_version'),
                            expires_at = v_now + v_ttl, updated_at = v_now
@@ -164,7 +160,7 @@ BEGIN
             IF v_mine IS NOT NULL THEN
                 v_results := v_results || jsonb_build_object(
                     'acquired', true, 'slot', v_mine, 'token', v_token,
-                    'owner', v_owner,
+                    'owner', o.owner,
                     'guard', jsonb_build_object('op', 'check', 'ns', c_ns,
                         'key', v_key, 'expect', v_token, 'required', true));
                 CONTINUE;
@@ -172,15 +168,15 @@ BEGIN
             v_results := v_results || jsonb_build_object(
                 'acquired', false,
                 'reason', CASE WHEN v_contended THEN 'contended' ELSE 'held' END);
-        ELSIF v_kind = 'renew' THEN
-            v_token := (v_op ->> 'token')::bigint;
+        ELSIF o.op = 'renew' THEN
+            v_token := o.token;
             UPDATE queen.kv k
                SET version = nextval('queen.kv_version'),
                    expires_at = v_now + v_ttl, updated_at = v_now
              WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key
                AND COALESCE(k.expires_at, 'infinity') > v_now
                AND (k.version = v_token
-                    OR (v_owner IS NOT NULL AND k.value ->> 'owner' = v_owner))
+                    OR (o.owner IS NOT NULL AND k.value ->> 'owner' = o.owner))
             RETURNING k.version INTO v_token;
             IF FOUND THEN
                 v_results := v_results || jsonb_build_object(
@@ -195,7 +191,7 @@ BEGIN
             DELETE FROM queen.kv k
              WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key
                AND COALESCE(k.expires_at, 'infinity') > v_now
-               AND k.version = (v_op ->> 'token')::bigint;
+               AND k.version = o.token;
             v_results := v_results || CASE WHEN FOUND
                 THEN jsonb_build_object('released', true)
                 ELSE jsonb_build_object('released', false, 'reason', 'lost') END;
@@ -208,7 +204,7 @@ BEGIN
                                                      'owner', h.value -> 'owner')
                                   ORDER BY h.slot), '[]'::jsonb)
           INTO v_held
-          FROM queen.lock_slots_v1(p_tenant, v_name, v_now) h;
+          FROM queen.lock_slots_v1(p_tenant, o.name, v_now) h;
         v_results[cardinality(v_results)] := v_results[cardinality(v_results)]
             || jsonb_build_object('holders', v_held);
     END LOOP;

@@ -2,8 +2,8 @@
 --
 -- The value of one tenant limit: the session setting p_name (queen.max_queues,
 -- queen.max_partitions or queen.max_groups) as an integer; NULL when it is unset, empty or
--- 0, meaning no limit. The limit triggers queen.queues_limit_v1,
--- queen.partitions_limit_v1 and queen.groups_limit_v1 read it.
+-- 0, meaning no limit. The limit triggers (queues_limit, partitions_limit and groups_limit,
+-- all queen.tenant_limit_guard_v1) read it.
 --
 -- How the tenant limits work (this is the one place that explains them). The limits are
 -- the broker's settings QUEEN_TENANT_MAX_QUEUES, QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE and

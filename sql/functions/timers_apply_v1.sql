@@ -28,11 +28,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_results jsonb[] := ARRAY[]::jsonb[];
-    v_op      jsonb;
-    v_kind    text;
-    v_queue   text;
-    v_key     text;
-    v_i       integer;
+    o         record;
     v_try     integer;
     v_found   boolean;
     v_late    boolean;
@@ -41,11 +37,14 @@ DECLARE
     v_mid     uuid;
     v_status  text;
 BEGIN
-    FOR v_i IN 0 .. jsonb_array_length(p_ops) - 1 LOOP
-        v_op := p_ops -> v_i;
-        v_kind := v_op ->> 'op';
-        v_queue := v_op ->> 'queue';
-        v_key := v_op ->> 'key';
+    -- The ops in order, each read once into its typed fields (a field an op does not
+    -- carry is NULL).
+    FOR o IN
+        SELECT x.op, x.queue, x.key, x.txn, x.partition, x.payload,
+               x."delayMs" AS delay_ms, x."messageId" AS message_id
+        FROM jsonb_to_recordset(p_ops) AS x (op text, queue text, key text, txn text,
+            partition text, payload text, "delayMs" double precision, "messageId" uuid)
+    LOOP
         v_status := NULL;
         v_try := 0;
         LOOP
@@ -53,17 +52,17 @@ BEGIN
             v_late := false;
             SELECT t.txn, t.message_id INTO v_txn, v_mid
               FROM queen.timers t
-             WHERE t.tenant = p_tenant AND t.queue = v_queue AND t.timer_key = v_key
+             WHERE t.tenant = p_tenant AND t.queue = o.queue AND t.timer_key = o.key
                FOR UPDATE SKIP LOCKED;
             v_found := FOUND;
             IF NOT v_found THEN
                 PERFORM 1 FROM queen.timers t
-                  WHERE t.tenant = p_tenant AND t.queue = v_queue AND t.timer_key = v_key;
+                  WHERE t.tenant = p_tenant AND t.queue = o.queue AND t.timer_key = o.key;
                 IF FOUND THEN
                     SELECT t.txn, t.message_id INTO v_txn, v_mid
                       FROM queen.timers t
-                     WHERE t.tenant = p_tenant AND t.queue = v_queue
-                       AND t.timer_key = v_key
+                     WHERE t.tenant = p_tenant AND t.queue = o.queue
+                       AND t.timer_key = o.key
                        FOR UPDATE;
                     v_found := FOUND;
                     v_late := NOT v_found;
@@ -72,42 +71,41 @@ BEGIN
 
             IF v_late THEN
                 v_status := 'too_late';
-                v_txn := COALESCE(v_op ->> 'txn', v_txn);
+                v_txn := COALESCE(o.txn, v_txn);
                 EXIT;
             END IF;
 
-            IF v_kind = 'cancel' THEN
+            IF o.op = 'cancel' THEN
                 IF v_found THEN
                     DELETE FROM queen.timers t
-                     WHERE t.tenant = p_tenant AND t.queue = v_queue
-                       AND t.timer_key = v_key;
+                     WHERE t.tenant = p_tenant AND t.queue = o.queue
+                       AND t.timer_key = o.key;
                     v_status := 'cancelled';
                 ELSE
                     v_status := 'absent';
-                    v_txn := v_op ->> 'txn';
+                    v_txn := o.txn;
                 END IF;
                 EXIT;
             END IF;
 
-            v_at := clock_timestamp()
-                + make_interval(secs => (v_op ->> 'delayMs')::double precision / 1000.0);
-            v_txn := v_op ->> 'txn';
-            v_mid := (v_op ->> 'messageId')::uuid;
+            v_at := clock_timestamp() + make_interval(secs => o.delay_ms / 1000.0);
+            v_txn := o.txn;
+            v_mid := o.message_id;
             IF v_found THEN
                 UPDATE queen.timers t
-                   SET partition = v_op ->> 'partition',
-                       payload = decode(v_op ->> 'payload', 'base64'),
+                   SET partition = o.partition,
+                       payload = decode(o.payload, 'base64'),
                        txn = v_txn, message_id = v_mid,
                        deliver_at = v_at, due_at = v_at, attempts = 0,
                        updated_at = clock_timestamp()
-                 WHERE t.tenant = p_tenant AND t.queue = v_queue AND t.timer_key = v_key;
+                 WHERE t.tenant = p_tenant AND t.queue = o.queue AND t.timer_key = o.key;
                 v_status := 'rescheduled';
                 EXIT;
             END IF;
             INSERT INTO queen.timers (tenant, queue, timer_key, partition, payload, txn,
                                       message_id, deliver_at, due_at, updated_at)
-            VALUES (p_tenant, v_queue, v_key, v_op ->> 'partition',
-                    decode(v_op ->> 'payload', 'base64'), v_txn, v_mid, v_at, v_at,
+            VALUES (p_tenant, o.queue, o.key, o.partition,
+                    decode(o.payload, 'base64'), v_txn, v_mid, v_at, v_at,
                     clock_timestamp())
             ON CONFLICT (tenant, queue, timer_key) DO NOTHING;
             IF FOUND THEN
@@ -116,24 +114,24 @@ BEGIN
             END IF;
             -- A concurrent create committed first: take its row as an existing one.
             IF v_try >= 5 THEN
-                RAISE EXCEPTION 'timers_apply_v1: key % kept changing under the call', v_key
+                RAISE EXCEPTION 'timers_apply_v1: key % kept changing under the call', o.key
                     USING ERRCODE = '40001';
             END IF;
         END LOOP;
 
         IF v_status IN ('scheduled', 'rescheduled') THEN
             v_results := v_results || jsonb_build_object(
-                'ok', true, 'status', v_status, 'queue', v_queue, 'timerKey', v_key,
+                'ok', true, 'status', v_status, 'queue', o.queue, 'timerKey', o.key,
                 'txn', v_txn, 'messageId', v_mid,
                 'deliverAt', to_char(v_at AT TIME ZONE 'UTC',
                                      'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'));
         ELSIF v_status = 'cancelled' THEN
             v_results := v_results || jsonb_build_object(
-                'ok', true, 'status', v_status, 'queue', v_queue, 'timerKey', v_key,
+                'ok', true, 'status', v_status, 'queue', o.queue, 'timerKey', o.key,
                 'txn', v_txn, 'messageId', v_mid);
         ELSE
             v_results := v_results || jsonb_build_object(
-                'ok', false, 'status', v_status, 'queue', v_queue, 'timerKey', v_key,
+                'ok', false, 'status', v_status, 'queue', o.queue, 'timerKey', o.key,
                 'txn', v_txn);
         END IF;
     END LOOP;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use queen::segment::txn_hash;
+use queen::segment::{txn_hash, txn_key};
 
 use crate::support::old_writers::legacy_segment;
 use crate::support::{eventually, payloads, postgres, two_nodes, TestBroker};
@@ -101,6 +101,39 @@ async fn a_queue_with_a_window_of_zero_stores_every_repeat() {
     assert_eq!(second["offset"], 1);
     let popped = b.pop_messages("/api/v1/pop/queue/dw-off?batch=10").await;
     assert_eq!(payloads(&popped), vec![json!(1), json!(2)]);
+}
+
+/// Two transaction ids whose 48-bit keys collide are two messages: the window's hit on the
+/// second is read, its stored frame holds the other id, so the second is stored; a repeat
+/// of the second is then a duplicate of it.
+#[actix_rt::test]
+async fn a_transaction_id_whose_key_collides_with_a_stored_one_is_stored() {
+    // Arrange: two ids with one key (found by search; the assert keeps them honest).
+    let (first_id, second_id) = ("collide-9905500", "collide-23260687");
+    assert_eq!(
+        txn_key(first_id),
+        txn_key(second_id),
+        "the two ids share a key"
+    );
+    let b = TestBroker::start().await;
+    let first = push_one(&b, "dw-collide", first_id, json!("first")).await;
+    assert_eq!(first["status"], "queued");
+
+    // Act
+    let second = push_one(&b, "dw-collide", second_id, json!("second")).await;
+    let again = push_one(&b, "dw-collide", second_id, json!("second again")).await;
+
+    // Assert
+    assert_eq!(second["status"], "queued", "{second}");
+    assert_eq!(second["offset"], 1);
+    assert_ne!(second["messageId"], first["messageId"]);
+    assert_eq!(again["status"], "duplicate", "{again}");
+    assert_eq!(again["messageId"], second["messageId"]);
+    assert_eq!(stored_messages(&b).await, 2);
+    let popped = b
+        .pop_messages("/api/v1/pop/queue/dw-collide?batch=10")
+        .await;
+    assert_eq!(payloads(&popped), vec![json!("first"), json!("second")]);
 }
 
 /// The broker's transaction-id hash and `queen.txn_hash` agree bit for bit.

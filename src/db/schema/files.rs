@@ -76,6 +76,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("072_citus_layout.sql"),
     migration!("073_drop_release_old_functions.sql"),
     migration!("076_drop_pop_wrapper_and_dlq_list_v1.sql"),
+    migration!("077_one_tenant_limit_guard.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -100,7 +101,6 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("ephemeral_forget_v1.sql"),
     function!("get_maintenance_v1.sql"),
     function!("get_maintenance_v2.sql"),
-    function!("groups_limit_v1.sql"),
     function!("kv_apply_v1.sql"),
     function!("lease_holders_v1.sql"),
     function!("lease_partition.sql"),
@@ -133,12 +133,10 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("messages_list_v1.sql"),
     function!("partition_stats_v1.sql"),
     function!("partitions_changed_v1.sql"),
-    function!("partitions_limit_v1.sql"),
     function!("partitions_safe_time_v1.sql"),
     function!("queue_delete_v1.sql"),
     function!("queue_depth_v1.sql"),
     function!("queue_metrics_v1.sql"),
-    function!("queues_limit_v1.sql"),
     function!("resource_queue_v1.sql"),
     function!("resources_grouped_v1.sql"),
     function!("resources_kv_keys_v1.sql"),
@@ -167,6 +165,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("sweeper_lease_v1.sql"),
     function!("sweeper_release_v1.sql"),
     function!("tenant_limit_check_v1.sql"),
+    function!("tenant_limit_guard_v1.sql"),
     function!("tenant_limit_v1.sql"),
     function!("timers_apply_v1.sql"),
     function!("timers_backoff_v1.sql"),

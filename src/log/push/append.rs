@@ -29,8 +29,9 @@ use crate::domain::{PartitionName, PushItem, PushOutcome, PushStatus, QueueName,
 use crate::metrics::Metrics;
 use crate::segment::{open_blob, txn_key, BlobError, Codec, FrameIter, NewFrame, SegmentBuilder};
 
-/// A stale answer is followed by a call that holds the lock, so two rounds are the norm;
-/// more means windows were evicted meanwhile. Past this, the push fails rather than spin.
+/// A stale answer is followed by a call that holds the lock, so two appends are the norm;
+/// more means windows were evicted meanwhile. Past this many appends (each after at most
+/// one round that reads the window's hits), the push fails rather than spin.
 const MAX_ROUNDS: usize = 6;
 
 /// An item of the batch: (request, item within it).
@@ -96,6 +97,9 @@ pub(super) type Groups<'a> = BTreeMap<(&'a QueueName, &'a PartitionName), Vec<Re
 /// [`append_alone`] hands to the transaction that follows, so no segment is compressed twice.
 pub(super) type Builds<'a> = HashMap<(&'a QueueName, &'a PartitionName), Built<'a>>;
 
+/// Appends each (queue, partition) group inside `tx` and answers every item of it: the
+/// group's appends first (see [`append_partition`]), then, from how they ended, the stored
+/// or refused items and the repeats within the batch.
 pub(super) async fn append_groups<'a>(
     tx: &DataTransaction<'_>,
     req: &Request<'a>,
@@ -106,10 +110,29 @@ pub(super) async fn append_groups<'a>(
     for (&(queue, partition), refs) in groups {
         let (pending, repeats) = split_repeats(req, refs);
         let built = builds.remove(&(queue, partition));
-        append_partition(tx, req, queue, partition, pending, built, outcomes).await?;
+        match append_partition(tx, req, queue, partition, pending, built, outcomes).await? {
+            Ended::Stored(stored_items, stored) => {
+                answer_stored(req, &stored_items, &stored, outcomes)
+            }
+            Ended::Full(refused, partition_id, max_size) => {
+                answer_full(req, &refused, partition_id, max_size, outcomes)
+            }
+            Ended::Duplicates => {}
+        }
         answer_repeats(&repeats, outcomes);
     }
     Ok(())
+}
+
+/// How one partition's pending items ended in [`append_partition`]; the caller answers
+/// them, after the database work.
+enum Ended {
+    /// These items were stored, at consecutive offsets.
+    Stored(Vec<Ref>, Appended),
+    /// These items were refused for the queue's maxSize: (items, partition id, maxSize).
+    Full(Vec<Ref>, i64, i32),
+    /// Every item proved a duplicate (answered by [`confirm_duplicates`]).
+    Duplicates,
 }
 
 /// The push (or combined pushes) in one round trip to PostgreSQL (see
@@ -263,9 +286,35 @@ fn answer_stored(req: &Request<'_>, pending: &[Ref], stored: &Appended, outcomes
     }
 }
 
+/// Answers `refused` as not stored: the queue holds `max_size` messages already.
+fn answer_full(
+    req: &Request<'_>,
+    refused: &[Ref],
+    partition_id: i64,
+    max_size: i32,
+    outcomes: &mut Outcomes,
+) {
+    for &(j, i) in refused {
+        outcomes[j][i] = Some(PushOutcome {
+            status: PushStatus::Full { max_size },
+            transaction_id: req.txn((j, i)).to_owned(),
+            message_id: req.message_id((j, i)),
+            partition_id,
+            offset: -1,
+            txn_key: req.key((j, i)),
+            dedup_window_secs: 0,
+        });
+    }
+}
+
 /// Stores `pending` (items of one partition, request order, no repeats among them) minus
-/// the ones its dedup window proves duplicate.
+/// the ones its dedup window proves duplicate, and says how they ended; the duplicates are
+/// answered here, the rest by the caller.
 /// `built`: its segments when they were built already (see [`Builds`]).
+///
+/// A round either reads the stored segments the window's hits point at (a hit checked
+/// once is not read again) or, when no hit is left to check, builds the segments and
+/// appends: the database work comes after what the round decides in memory.
 async fn append_partition<'a>(
     tx: &DataTransaction<'_>,
     req: &Request<'a>,
@@ -274,11 +323,13 @@ async fn append_partition<'a>(
     mut pending: Vec<Ref>,
     mut built: Option<Built<'a>>,
     outcomes: &mut Outcomes,
-) -> Result<(), PushError> {
+) -> Result<Ended, PushError> {
     let key = WindowKey::new(req.tenant, queue, partition);
     let mut known = req.windows.known(&key);
     let mut overlay: Option<Overlay> = None;
-    for _ in 0..MAX_ROUNDS {
+    // Hits read already and found not to hold their item's transaction id.
+    let mut checked: Vec<(Ref, Hit)> = Vec::new();
+    for _ in 0..2 * MAX_ROUNDS {
         // The overlay extends the node's window from `lo` on: useless if the window no
         // longer reaches `lo` (forgotten meanwhile); then the next call reads it whole.
         if let Some(lo) = overlay.as_ref().and_then(|o| o.lo) {
@@ -292,15 +343,29 @@ async fn append_partition<'a>(
         if let Some(overlay) = &overlay {
             overlay.find(&asked, &mut hits);
         }
-        if hits.iter().any(Option::is_some) {
-            confirm_duplicates(tx, req, &pending, &hits, outcomes).await?;
-            pending.retain(|&(j, i)| outcomes[j][i].is_none());
-            if pending.is_empty() {
-                return Ok(());
+        if !checked.is_empty() {
+            for (r, hit) in pending.iter().zip(hits.iter_mut()) {
+                if hit.is_some_and(|h| checked.contains(&(*r, h))) {
+                    *hit = None;
+                }
             }
         }
-        if !built.as_ref().is_some_and(|b| b.items == pending) {
+        let to_check = hits.iter().any(Option::is_some);
+        if !to_check && !built.as_ref().is_some_and(|b| b.items == pending) {
             built = Some(build(req, &pending)?);
+        }
+        if to_check {
+            confirm_duplicates(tx, req, &pending, &hits, outcomes).await?;
+            for (&(j, i), hit) in pending.iter().zip(&hits) {
+                if let (Some(hit), None) = (hit, &outcomes[j][i]) {
+                    checked.push(((j, i), *hit));
+                }
+            }
+            pending.retain(|&(j, i)| outcomes[j][i].is_none());
+            if pending.is_empty() {
+                return Ok(Ended::Duplicates);
+            }
+            continue;
         }
         let segments = built.as_ref().expect("built just above").new_segments();
         let seg_keys: Vec<i64> = pending.iter().map(|&r| req.key(r)).collect();
@@ -317,42 +382,6 @@ async fn append_partition<'a>(
             })
             .await?;
         match answer {
-            AppendOutcome::Stored {
-                partition_id,
-                previous_last,
-                window_secs,
-                single_statement,
-            } => {
-                Metrics::bump(if single_statement {
-                    &req.metrics.push_single_appends
-                } else {
-                    &req.metrics.push_function_appends
-                });
-                let stored = Appended {
-                    partition_id,
-                    previous_last,
-                    window_secs,
-                };
-                answer_stored(req, &pending, &stored, outcomes);
-                return Ok(());
-            }
-            AppendOutcome::Full {
-                partition_id,
-                max_size,
-            } => {
-                for &(j, i) in &pending {
-                    outcomes[j][i] = Some(PushOutcome {
-                        status: PushStatus::Full { max_size },
-                        transaction_id: req.txn((j, i)).to_owned(),
-                        message_id: req.message_id((j, i)),
-                        partition_id,
-                        offset: -1,
-                        txn_key: req.key((j, i)),
-                        dedup_window_secs: 0,
-                    });
-                }
-                return Ok(());
-            }
             AppendOutcome::Stale {
                 partition_id,
                 last_offset,
@@ -385,6 +414,28 @@ async fn append_partition<'a>(
                     );
                 });
             }
+            AppendOutcome::Stored {
+                partition_id,
+                previous_last,
+                window_secs,
+                single_statement,
+            } => {
+                Metrics::bump(if single_statement {
+                    &req.metrics.push_single_appends
+                } else {
+                    &req.metrics.push_function_appends
+                });
+                let stored = Appended {
+                    partition_id,
+                    previous_last,
+                    window_secs,
+                };
+                return Ok(Ended::Stored(pending, stored));
+            }
+            AppendOutcome::Full {
+                partition_id,
+                max_size,
+            } => return Ok(Ended::Full(pending, partition_id, max_size)),
         }
     }
     Err(PushError::WindowRace {
