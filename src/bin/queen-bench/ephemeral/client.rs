@@ -25,7 +25,9 @@ pub struct Popped {
 pub enum Pushed {
     /// Stored.
     Stored,
-    /// 429: the queue (`reject`) or the broker (its cap) is full; nothing stored.
+    /// 429: the queue (`reject`) or the broker (its cap) is full; nothing stored. The
+    /// public peer server answers 503 `ephemeral_unavailable` at its cap instead, counted
+    /// here the same way so `--url` can flood it too.
     Refused,
 }
 
@@ -132,6 +134,9 @@ impl Client {
             .context("POST /api/v1/ephemeral/push")?;
         match status {
             StatusCode::TOO_MANY_REQUESTS => Ok(Pushed::Refused),
+            StatusCode::SERVICE_UNAVAILABLE if answer["code"] == "ephemeral_unavailable" => {
+                Ok(Pushed::Refused)
+            }
             s if s.is_success() => Ok(Pushed::Stored),
             s => bail!("ephemeral push answered {s}: {answer}"),
         }
