@@ -71,10 +71,7 @@ BEGIN
     WHERE q.tenant = p_tenant AND q.name = p_queue
     RETURNING q.id INTO v_qid;
 
-    INSERT INTO queen.log_partitions (queue_id, name) VALUES (v_qid, 'Default')
-    ON CONFLICT (queue_id, name) DO NOTHING;
-    SELECT p.id INTO v_pid FROM queen.log_partitions p
-    WHERE p.queue_id = v_qid AND p.name = 'Default';
+    v_pid := queen.log_partition_ensure_v1(v_qid, 'Default');
 
     RETURN QUERY
         SELECT v_qid, v_pid, to_jsonb(q) - 'id' - 'tenant' - 'created_at' - 'updated_at'

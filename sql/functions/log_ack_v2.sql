@@ -60,6 +60,7 @@ CREATE OR REPLACE FUNCTION queen.log_ack_v2(
 ) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
+    v_qid         bigint;
     v_now         timestamptz := now();
     v_n           integer := coalesce(cardinality(p_txn_ids), 0);
     v_c           record;
@@ -112,12 +113,16 @@ BEGIN
         RETURN;
     END IF;
 
+    -- The partition's row, then its queue's, in two statements: delegated on Citus, a
+    -- statement may read the partition's shard or a reference table, not join them
+    -- (docs/scale-out.md).
+    SELECT p.queue_id, p.name, p.last_offset INTO v_qid, v_pname, v_last
+    FROM queen.log_partitions p WHERE p.id = p_pid;
     SELECT q.retry_limit, q.retry_delay_ms, coalesce(q.dead_letter_queue, true),
            coalesce(q.dead_letter_queue, true) AND coalesce(q.dlq_after_max_retries, true),
-           q.name, p.name, p.last_offset
-    INTO v_retry_limit, v_retry_delay, v_keep_dlq, v_retry_dlq, v_qname, v_pname, v_last
-    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-    WHERE p.id = p_pid;
+           q.name
+    INTO v_retry_limit, v_retry_delay, v_keep_dlq, v_retry_dlq, v_qname
+    FROM queen.queues q WHERE q.id = v_qid;
 
     -- Resolve offsets: the caller's, else by transaction id within the lease's own span
     -- (the segments it covers), so the cost follows the batch, not the partition.

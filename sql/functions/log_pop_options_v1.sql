@@ -9,9 +9,12 @@
 -- conflation flag (false for queue mode and for a group with no subscription row). No row
 -- when the queue does not exist.
 --
--- One SELECT in LANGUAGE sql, STABLE: PostgreSQL inlines it into the calling statement of
--- queen.log_pop_list_v1, queen.log_pop_wildcard_bin_v1 and queen.log_pop_specific_v1, so
--- it costs what the query written there would. Read only: no locks. No notifications.
+-- One SELECT, in PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a
+-- distributed or reference table ("parameterized queries for SQL functions referencing
+-- distributed tables are not supported"), and its tables are reference tables there
+-- (docs/scale-out.md). On PostgreSQL one function call more per pop of
+-- queen.log_pop_list_v1, queen.log_pop_wildcard_bin_v1 and queen.log_pop_specific_v1
+-- than the inlined LANGUAGE sql body. Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_pop_options_v1(
     p_tenant text,
     p_queue  text,
@@ -27,7 +30,9 @@ CREATE OR REPLACE FUNCTION queen.log_pop_options_v1(
     dead_letters       boolean,
     retry_dead_letters boolean,
     conflate           boolean
-) LANGUAGE sql STABLE AS $$
+) LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY
     SELECT q.id, q.lease_time, q.delayed_processing, q.window_buffer, q.ttl_seconds,
            q.max_wait_time_seconds, q.retry_limit,
            coalesce(q.dead_letter_queue, true),
@@ -37,4 +42,5 @@ CREATE OR REPLACE FUNCTION queen.log_pop_options_v1(
     LEFT JOIN queen.consumer_groups_metadata m
       ON m.consumer_group = p_group AND m.queue_id = q.id AND p_group <> '__QUEUE_MODE__'
     WHERE q.tenant = p_tenant AND q.name = p_queue;
+END;
 $$;

@@ -40,7 +40,8 @@
 -- appending to several partitions in one transaction lock them in a fixed order (queue,
 -- partition), so two such transactions cannot deadlock. With maxSize, a
 -- transaction-scoped advisory lock per queue, taken before the partition lock, serialises
--- the queue's pushes. Creating rows fires queen.queues_limit_v1 and
+-- the queue's pushes. A partition is created by queen.log_partition_ensure_v1 (its
+-- directory row too). Creating rows fires queen.queues_limit_v1 and
 -- queen.partitions_limit_v1. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_push_v3(
     p_tenant         text,
@@ -113,8 +114,7 @@ BEGIN
     WHERE p.queue_id = v_qid AND p.name = p_partition
     FOR NO KEY UPDATE;
     IF v_pid IS NULL THEN
-        INSERT INTO queen.log_partitions (queue_id, name) VALUES (v_qid, p_partition)
-        ON CONFLICT (queue_id, name) DO NOTHING;
+        PERFORM queen.log_partition_ensure_v1(v_qid, p_partition);
         SELECT p.id, p.last_offset INTO v_pid, v_last
         FROM queen.log_partitions p
         WHERE p.queue_id = v_qid AND p.name = p_partition

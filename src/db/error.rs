@@ -97,15 +97,21 @@ impl DbError {
 
     /// True when a write stored nothing because a queue was deleted under it: a deadlock
     /// with the delete (which locks the queue's partitions in id order, a combined push in
-    /// name order), the queue row gone when the write created a partition in it, or the
-    /// partition gone between `log_push_v3`'s insert of it and its read back (the segment
-    /// then has no partition id). Tried again, the write creates queue and partition afresh.
+    /// name order), the queue row gone when the write created a partition (or its
+    /// directory row) in it, or the partition gone between `log_push_v3`'s insert of it
+    /// and its read back (the segment then has no partition id). Tried again, the write
+    /// creates queue and partition afresh.
     pub fn lost_to_a_queue_delete(&self) -> bool {
         let gone = match self {
             DbError::Query { source, .. } => source.as_db_error().is_some_and(|e| {
                 let code = e.code();
                 (*code == SqlState::FOREIGN_KEY_VIOLATION
-                    && e.constraint() == Some("log_partitions_queue_id_fkey"))
+                    && matches!(
+                        e.constraint(),
+                        Some("log_partitions_queue_id_fkey")
+                            | Some("log_partition_names_queue_id_fkey")
+                            | Some("log_partitions_id_fkey")
+                    ))
                     || (*code == SqlState::NOT_NULL_VIOLATION
                         && e.table() == Some("log_segments")
                         && e.column() == Some("partition_id"))

@@ -53,11 +53,22 @@ impl<'c> DataTransaction<'c> {
         let claim = conn
             .statement("timers_claim_v1", super::timers::CLAIM)
             .await?;
+        let distributed = conn.distributed();
         let tx = conn
             .client()
             .transaction()
             .await
             .map_err(|e| DbError::query("begin", e))?;
+        if distributed {
+            // On the Citus layout a bundle's lease check reads the cursors of every shard
+            // at once, and Citus then refuses a later write of a reference table in the
+            // same transaction (a push creating its queue or partition: "cannot modify
+            // table ... because there was a parallel operation on a distributed table").
+            // One connection per worker for the whole transaction, as retention does.
+            tx.batch_execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+                .await
+                .map_err(|e| DbError::query("begin", e))?;
+        }
         Ok(Self {
             tx,
             after_commit: Mutex::new(Vec::new()),

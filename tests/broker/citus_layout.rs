@@ -43,13 +43,8 @@ fn expected() -> Vec<(String, String, String, Option<String>)> {
     for t in citus::REFERENCE_TABLES {
         want.push((t.to_string(), "n".into(), "t".into(), None));
     }
-    for t in citus::BY_PARTITION {
-        want.push((
-            t.to_string(),
-            "h".into(),
-            "s".into(),
-            Some("partition_id".into()),
-        ));
+    for (t, c) in citus::BY_PARTITION {
+        want.push((t.to_string(), "h".into(), "s".into(), Some(c.to_string())));
     }
     for (t, c) in citus::BY_TENANT {
         want.push((t.to_string(), "h".into(), "s".into(), Some(c.to_string())));
@@ -216,7 +211,7 @@ async fn workers_of_partitions(client: &Client, queue: &str) -> Vec<(String, i32
     client
         .query(
             "SELECT p.name, s.nodeport
-             FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+             FROM queen.log_partition_names p JOIN queen.queues q ON q.id = p.queue_id
              JOIN citus_shards s
                ON s.table_name = 'queen.log_segments'::regclass
               AND s.shardid = get_shard_id_for_distribution_column('queen.log_segments', p.id)

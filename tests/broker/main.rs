@@ -59,6 +59,7 @@ mod mesh_startup;
 mod metrics_typed;
 mod nodes;
 mod openapi;
+mod partition_directory;
 mod paths;
 mod pool_workers;
 mod pop_echoes;

@@ -42,6 +42,21 @@ const LOG_ACK: &str =
      WHERE EXISTS (SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
                    WHERE p.id = $1 AND q.tenant = $10)";
 
+/// [`LOG_ACK`] on the Citus layout: the tenant's check reads the partitions' directory (a
+/// reference table) instead of `log_partitions`, which is distributed there; a statement
+/// that reads `log_partitions` by id is sent whole to the partition's worker, where the
+/// function's own statements are then refused as nested distributed queries.
+const LOG_ACK_DISTRIBUTED: &str =
+    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
+     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
+     CROSS JOIN (SELECT set_config('synchronous_commit',
+                                   CASE WHEN $9 THEN 'off'
+                                        ELSE current_setting('synchronous_commit') END,
+                                   true)) AS durability
+     WHERE EXISTS (SELECT 1 FROM queen.log_partition_names p
+                   JOIN queen.queues q ON q.id = p.queue_id
+                   WHERE p.id = $1 AND q.tenant = $10)";
+
 /// Whether the commit of an ack waits for its WAL to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AckDurability {
@@ -147,18 +162,19 @@ pub async fn ack_partition(
 /// worker: it refuses the one-statement acks (an `UPDATE` of the distributed cursors
 /// joined with reference tables, with `set_config` in its `RETURNING`).
 pub async fn statements(conn: &mut PgConn) -> Result<AckStatements, DbError> {
-    let lease = if conn.distributed() {
-        None
+    let (lease, items) = if conn.distributed() {
+        let items = conn
+            .statement("log_ack_v2_distributed", LOG_ACK_DISTRIBUTED)
+            .await?;
+        (None, items)
     } else {
-        Some(LeaseStatements {
+        let lease = LeaseStatements {
             known_lease: leased_span::statement(conn).await?,
             whole_lease: whole_lease::statement(conn).await?,
-        })
+        };
+        (Some(lease), conn.statement("log_ack_v2", LOG_ACK).await?)
     };
-    Ok(AckStatements {
-        lease,
-        items: conn.statement("log_ack_v2", LOG_ACK).await?,
-    })
+    Ok(AckStatements { lease, items })
 }
 
 /// Acknowledges on `client` (a plain connection, or a transaction the caller owns): the

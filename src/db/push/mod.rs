@@ -12,6 +12,13 @@ const LOG_PUSH: &str = "SELECT stale, partition_id, last_offset, window_seconds,
      seg_end, seg_age_ms, seg_keys_hi, seg_keys_lo, seg_hashes, seg_codec, seg_blob \
      FROM queen.log_push_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
+const LOG_PUSH_AT: &str = "SELECT stale, partition_id, last_offset, window_seconds, seg_base, \
+     seg_end, seg_age_ms, seg_keys_hi, seg_keys_lo, seg_hashes, seg_codec, seg_blob \
+     FROM queen.log_push_at_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+const RESOLVE: &str = "SELECT partition_id, window_seconds, max_size, stored \
+     FROM queen.log_partition_resolve_v1($1, $2, $3, $4)";
+
 const SEGMENT_READ: &str = "SELECT codec, blob, base_offset, end_offset FROM queen.log_segments \
      WHERE partition_id = $1 AND base_offset <= $2 ORDER BY base_offset DESC LIMIT 1";
 
@@ -103,22 +110,37 @@ pub struct AppendStatements {
     /// None on the Citus layout, which refuses them (see [`statements`]).
     single: Option<single_append::SingleStatements>,
     log_push_v3: Statement,
+    /// Only on the Citus layout: the push found by name, then delegated by id.
+    delegated: Option<DelegatedStatements>,
+}
+
+/// The push on the Citus layout: `queen.log_partition_resolve_v1` on the coordinator (the
+/// partition's id, window and maxSize count, from the reference tables), then
+/// `queen.log_push_at_v1`, delegated to the worker that holds the partition.
+#[derive(Debug, Clone)]
+struct DelegatedStatements {
+    resolve: Statement,
+    push_at: Statement,
 }
 
 /// Prepares (once per connection) the statements of [`append_in`]. On the Citus layout
-/// ([`PgConn::distributed`]) without the one-statement append: Citus refuses its `UPDATE`
-/// of the reference table `log_partitions` with `clock_timestamp()` (a VOLATILE function
-/// in an `UPDATE` of a distributed table), so every append there is `log_push_v3`, which
-/// reads the time into a variable first (docs/scale-out.md).
+/// ([`PgConn::distributed`]) the append is the delegated pair instead of the
+/// one-statement append and `log_push_v3`: those find the partition by name in
+/// `log_partitions`, which is distributed by id there (docs/scale-out.md).
 pub async fn statements(conn: &mut PgConn) -> Result<AppendStatements, DbError> {
-    let single = if conn.distributed() {
-        None
+    let (single, delegated) = if conn.distributed() {
+        let delegated = DelegatedStatements {
+            resolve: conn.statement("log_partition_resolve_v1", RESOLVE).await?,
+            push_at: conn.statement("log_push_at_v1", LOG_PUSH_AT).await?,
+        };
+        (None, Some(delegated))
     } else {
-        Some(single_append::statements(conn).await?)
+        (Some(single_append::statements(conn).await?), None)
     };
     Ok(AppendStatements {
         single,
         log_push_v3: conn.statement("log_push_v3", LOG_PUSH).await?,
+        delegated,
     })
 }
 
@@ -137,6 +159,9 @@ pub async fn append_in(
     statements: &AppendStatements,
     append: &PartitionAppend<'_>,
 ) -> Result<AppendOutcome, DbError> {
+    if let Some(delegated) = &statements.delegated {
+        return push_delegated(tx, delegated, append).await;
+    }
     if let Some(single) = &statements.single {
         if let Some(stored) = single_append::try_single_append(tx, single, append).await? {
             return Ok(stored);
@@ -175,9 +200,70 @@ async fn log_push_v3(
         )
         .await
         .map_err(|e| DbError::query("log_push_v3", e))?;
+    outcome(rows, "log_push_v3")
+}
+
+/// The push on the Citus layout: the partition resolved on the coordinator (created when
+/// missing), the queue's `maxSize` checked there under its lock, then the append delegated
+/// to the partition's worker. Answers as [`log_push_v3`] does.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_push_at_v1"))]
+async fn push_delegated(
+    tx: &impl GenericClient,
+    statements: &DelegatedStatements,
+    append: &PartitionAppend<'_>,
+) -> Result<AppendOutcome, DbError> {
+    let row = tx
+        .query_one(
+            &statements.resolve,
+            &[
+                &append.tenant,
+                &append.queue,
+                &append.partition,
+                &append.default_window_secs,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("log_partition_resolve_v1", e))?;
+    let partition_id: i64 = row.get("partition_id");
+    let window_secs: i32 = row.get("window_seconds");
+    let max_size: i32 = row.get("max_size");
+    let stored: i64 = row.get("stored");
+    let total: i64 = append.segments.iter().map(|s| i64::from(s.count)).sum();
+    if max_size > 0 && stored + total > i64::from(max_size) {
+        return Ok(AppendOutcome::Full {
+            partition_id,
+            max_size,
+        });
+    }
+    let counts: Vec<i32> = append.segments.iter().map(|s| s.count).collect();
+    let codecs: Vec<i16> = append.segments.iter().map(|s| s.codec).collect();
+    let blobs: Vec<&[u8]> = append.segments.iter().map(|s| s.bytes).collect();
+    let keys = KeyColumns::of(append.keys);
+    let rows = tx
+        .query(
+            &statements.push_at,
+            &[
+                &partition_id,
+                &window_secs,
+                &append.known_last,
+                &counts,
+                &codecs,
+                &blobs,
+                &keys.hi,
+                &keys.lo,
+                &append.producer,
+            ],
+        )
+        .await
+        .map_err(|e| DbError::query("log_push_at_v1", e))?;
+    outcome(rows, "log_push_at_v1")
+}
+
+/// What the rows of `log_push_v3` or `log_push_at_v1` (named `function`) say.
+fn outcome(rows: Vec<tokio_postgres::Row>, function: &str) -> Result<AppendOutcome, DbError> {
     let first = rows
         .first()
-        .expect("log_push_v3 returns at least one row for a non-empty append");
+        .unwrap_or_else(|| panic!("{function} returns at least one row for an append"));
     let partition_id: i64 = first.get("partition_id");
     let last_offset: i64 = first.get("last_offset");
     let window_secs: i32 = first.get("window_seconds");

@@ -69,9 +69,9 @@ FROM upd JOIN ins ON ins.partition_id = upd.id";
 
 /// A partition's first segment, with the partition: the parameters of [`SINGLE`], for a
 /// partition the broker's window has never seen (`$4` NULL). When the queue exists without
-/// a `maxSize` and the partition does not, it inserts the partition row already holding
-/// the segment's last offset, and the segment at offset 0, and answers as [`SINGLE`] does
-/// (the last offset before the append is -1). When the partition exists (or the queue
+/// a `maxSize` and the partition does not, it inserts the partition's directory row, the
+/// partition row already holding the segment's last offset, and the segment at offset 0,
+/// and answers as [`SINGLE`] does (the last offset before the append is -1). When the partition exists (or the queue
 /// does not, or sets a `maxSize`) it writes nothing and returns no row: the caller goes on
 /// to [`SINGLE`], then `log_push_v3`; it does not even try the insert then, so a tenant's
 /// partition-limit trigger (which locks the queue until COMMIT) runs only for a partition
@@ -90,10 +90,18 @@ WITH q AS (
       -- per-queue lock, held to COMMIT), no partition id spent on a conflict.
       AND NOT EXISTS (SELECT 1 FROM queen.log_partitions p
                       WHERE p.queue_id = q.id AND p.name = $3::text)
-), part AS (
-    INSERT INTO queen.log_partitions (queue_id, name, last_offset, last_write_at)
-    SELECT q.id, $3::text, $6::integer - 1, date_trunc('second', q.created)
+), dir AS (
+    -- The directory row first (078_partition_directory.sql), as
+    -- queen.log_partition_ensure_v1 does: its unique key orders two creators.
+    INSERT INTO queen.log_partition_names (id, queue_id, name)
+    SELECT nextval('queen.log_partitions_id_seq'), q.id, $3::text
     FROM q
+    ON CONFLICT (queue_id, name) DO NOTHING
+    RETURNING id
+), part AS (
+    INSERT INTO queen.log_partitions (id, queue_id, name, last_offset, last_write_at)
+    SELECT dir.id, q.id, $3::text, $6::integer - 1, date_trunc('second', q.created)
+    FROM dir, q
     ON CONFLICT (queue_id, name) DO NOTHING
     RETURNING id
 ), ins AS (

@@ -11,8 +11,13 @@
 //!
 //! - Reference tables (a copy on every node): the small metadata every node's functions
 //!   read, [`REFERENCE_TABLES`].
-//! - Hash-distributed by `partition_id`, all co-located with [`ANCHOR`]: the tables
-//!   written per message or per partition, [`BY_PARTITION`].
+//! - Hash-distributed by partition id, all co-located with [`ANCHOR`]: the tables
+//!   written per message or per partition, [`BY_PARTITION`], among them the partitions'
+//!   counters (`queen.log_partitions`, by `id`); their names are the reference table
+//!   `queen.log_partition_names` (078_partition_directory.sql). Citus distributes no table
+//!   another local table refers to, so the foreign keys to `queen.log_partitions` are
+//!   dropped before and added again after ([`FOREIGN_KEYS`]), and its (queue, name) key,
+//!   which Citus cannot keep, is left to the directory.
 //! - Distributed by tenant in a group of its own: the key/value store, [`BY_TENANT`].
 //! - The tables left out (`queen.message_traces`, `queen.message_trace_names`, the two
 //!   history tables) stay on the coordinator; Citus adds the traces to its metadata as
@@ -30,7 +35,7 @@ use crate::db::DbError;
 /// Tables copied to every node: small, read by every node's functions, written rarely.
 pub const REFERENCE_TABLES: &[&str] = &[
     "queen.queues",
-    "queen.log_partitions",
+    "queen.log_partition_names",
     "queen.consumer_groups_metadata",
     "queen.system_state",
     "queen.sweeper_lease",
@@ -39,22 +44,66 @@ pub const REFERENCE_TABLES: &[&str] = &[
 /// The table whose shards the other partition-keyed tables are co-located with.
 pub const ANCHOR: &str = "queen.log_segments";
 
-/// Tables distributed by `partition_id`, co-located with [`ANCHOR`] (which comes first), so
-/// one partition's rows of all of them sit on one worker and a delegated function touches
-/// only that worker.
-pub const BY_PARTITION: &[&str] = &[
-    "queen.log_segments",
-    "queen.log_consumers",
-    "queen.dedup",
-    "queen.dead_letters",
+/// Tables distributed by their partition id column, co-located with [`ANCHOR`] (which
+/// comes first, then the partitions the others refer to), so one partition's rows of all
+/// of them sit on one worker and a delegated function touches only that worker.
+pub const BY_PARTITION: &[(&str, &str)] = &[
+    ("queen.log_segments", "partition_id"),
+    ("queen.log_partitions", "id"),
+    ("queen.log_consumers", "partition_id"),
+    ("queen.dedup", "partition_id"),
+    ("queen.dead_letters", "partition_id"),
 ];
+
+/// The partitions' table: its counters are distributed, its names are the directory.
+const PARTITIONS: &str = "queen.log_partitions";
+
+/// The foreign keys on the layout, by (table, constraint name, definition): dropped before
+/// [`PARTITIONS`] is distributed when they refer to it (Citus distributes no table a
+/// local table refers to) and added (again) after every table is placed. A trace refers to
+/// the directory, a reference table, since the traces stay on the coordinator.
+pub const FOREIGN_KEYS: &[(&str, &str, &str)] = &[
+    (
+        "queen.log_partitions",
+        "log_partitions_id_fkey",
+        "FOREIGN KEY (id) REFERENCES queen.log_partition_names (id) ON DELETE CASCADE",
+    ),
+    (
+        "queen.log_consumers",
+        "log_consumers_partition_id_fkey",
+        "FOREIGN KEY (partition_id) REFERENCES queen.log_partitions (id) ON DELETE CASCADE",
+    ),
+    (
+        "queen.dedup",
+        "dedup_partition_id_fkey",
+        "FOREIGN KEY (partition_id) REFERENCES queen.log_partitions (id) ON DELETE CASCADE",
+    ),
+    (
+        "queen.dead_letters",
+        "dead_letters_partition_id_fkey",
+        "FOREIGN KEY (partition_id) REFERENCES queen.log_partitions (id) ON DELETE CASCADE",
+    ),
+    (
+        "queen.message_traces",
+        "message_traces_partition_id_fkey",
+        "FOREIGN KEY (partition_id) REFERENCES queen.log_partition_names (id) \
+         ON DELETE CASCADE",
+    ),
+];
+
+/// The (queue, name) key of [`PARTITIONS`] on plain PostgreSQL, dropped on the layout.
+const PARTITIONS_NAME_KEY: &str = "log_partitions_queue_id_name_key";
 
 /// Tables distributed by another column, each in a co-location group of its own.
 pub const BY_TENANT: &[(&str, &str)] = &[("queen.kv", "tenant")];
 
 /// Functions delegated to the worker that holds their partition: (name in schema `queen`,
 /// the argument holding the partition id).
-pub const DELEGATED: &[(&str, &str)] = &[("log_pop_v3", "p_pid"), ("log_ack_v2", "p_pid")];
+pub const DELEGATED: &[(&str, &str)] = &[
+    ("log_pop_v3", "p_pid"),
+    ("log_ack_v2", "p_pid"),
+    ("log_push_at_v1", "p_pid"),
+];
 
 /// Shards per distributed table: Citus's default, written down so every table (and a
 /// rebalance) sees the same number.
@@ -107,15 +156,22 @@ pub async fn pending(client: &Client) -> Result<Vec<Step>, DbError> {
             steps.push(Step::Reference(table));
         }
     }
-    for table in BY_PARTITION {
+    for (table, column) in BY_PARTITION {
         if !placed(client, table, "h", "s").await? {
-            steps.push(Step::ByPartition(table));
+            steps.push(Step::ByPartition(table, column));
         }
     }
     for (table, column) in BY_TENANT {
         if !placed(client, table, "h", "s").await? {
             steps.push(Step::ByColumn(table, column));
         }
+    }
+    let mut keys_missing = !steps.is_empty();
+    for (table, name, definition) in FOREIGN_KEYS {
+        keys_missing |= !foreign_key(client, table, name, definition).await?;
+    }
+    if keys_missing {
+        steps.push(Step::ForeignKeys);
     }
     for (function, argument) in DELEGATED {
         if !delegated(client, function).await? {
@@ -130,8 +186,12 @@ pub async fn pending(client: &Client) -> Result<Vec<Step>, DbError> {
 pub enum Step {
     /// `create_reference_table` of the table.
     Reference(&'static str),
-    /// `create_distributed_table` by `partition_id`, co-located with [`ANCHOR`].
-    ByPartition(&'static str),
+    /// `create_distributed_table` by the partition id column, co-located with [`ANCHOR`];
+    /// for [`PARTITIONS`] first the directory filled from it, the foreign keys that refer
+    /// to it and its (queue, name) key dropped.
+    ByPartition(&'static str, &'static str),
+    /// The [`FOREIGN_KEYS`] missing (or referring elsewhere), added.
+    ForeignKeys,
     /// `create_distributed_table` by the given column, in a co-location group of its own.
     ByColumn(&'static str, &'static str),
     /// `create_distributed_function` by the given argument, with `force_delegation`.
@@ -143,7 +203,8 @@ impl Step {
     pub fn name(&self) -> String {
         match self {
             Step::Reference(table) => format!("citus: reference {table}"),
-            Step::ByPartition(table) => format!("citus: distribute {table} by partition_id"),
+            Step::ByPartition(table, column) => format!("citus: distribute {table} by {column}"),
+            Step::ForeignKeys => "citus: foreign keys".to_string(),
             Step::ByColumn(table, column) => format!("citus: distribute {table} by {column}"),
             Step::Delegate(function, _) => format!("citus: delegate queen.{function}"),
         }
@@ -155,15 +216,30 @@ impl Step {
 /// `citus.enable_unsafe_triggers` on so the tables' triggers go to the shards with them.
 /// Returns the steps' names.
 pub async fn apply(client: &Client) -> Result<Vec<String>, DbError> {
+    let mut done = Vec::new();
+    if placed(client, PARTITIONS, "n", "t").await? {
+        // Laid out before the directory, with the partitions a reference table: Citus turns
+        // no reference table into a distributed one, so it and every table joined to it by
+        // a foreign key go back to plain tables, and the steps below lay them out again.
+        let name = format!("citus: undistribute {PARTITIONS} (a reference table)");
+        client
+            .execute(
+                "SELECT undistribute_table($1::text::regclass, cascade_via_foreign_keys := true)",
+                &[&PARTITIONS],
+            )
+            .await
+            .map_err(failed(&name))?;
+        info!(step = %name, "citus layout");
+        done.push(name);
+    }
     let steps = pending(client).await?;
     if steps.is_empty() {
-        return Ok(Vec::new());
+        return Ok(done);
     }
     client
         .batch_execute("SET citus.enable_unsafe_triggers = on")
         .await
         .map_err(failed("citus"))?;
-    let mut done = Vec::new();
     for step in steps {
         let name = step.name();
         run(client, step).await.map_err(failed(&name))?;
@@ -188,22 +264,53 @@ async fn run(client: &Client, step: Step) -> Result<(), tokio_postgres::Error> {
                 )
                 .await?;
         }
-        Step::ByPartition(table) => {
+        Step::ByPartition(table, column) => {
             if table == ANCHOR {
                 client
                     .execute(
-                        "SELECT create_distributed_table($1::text::regclass, 'partition_id',
-                             shard_count := $2, colocate_with := 'none')",
-                        &[&table, &SHARD_COUNT],
+                        "SELECT create_distributed_table($1::text::regclass, $2,
+                             shard_count := $3, colocate_with := 'none')",
+                        &[&table, &column, &SHARD_COUNT],
                     )
                     .await?;
             } else {
+                if table == PARTITIONS {
+                    detach_partitions(client).await?;
+                }
                 client
                     .execute(
-                        "SELECT create_distributed_table($1::text::regclass, 'partition_id',
-                             colocate_with := $2)",
-                        &[&table, &ANCHOR],
+                        "SELECT create_distributed_table($1::text::regclass, $2,
+                             colocate_with := $3)",
+                        &[&table, &column, &ANCHOR],
                     )
+                    .await?;
+            }
+        }
+        Step::ForeignKeys => {
+            for (table, name, definition) in FOREIGN_KEYS {
+                if foreign_key(client, table, name, definition)
+                    .await
+                    .is_ok_and(|ok| ok)
+                {
+                    continue;
+                }
+                // One transaction each, one connection per node: Citus adds a foreign key
+                // to a reference table only so.
+                client
+                    .batch_execute(&format!(
+                        "ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {name}"
+                    ))
+                    .await?;
+                client
+                    .batch_execute("SET citus.multi_shard_modify_mode TO 'sequential'")
+                    .await?;
+                client
+                    .batch_execute(&format!(
+                        "ALTER TABLE {table} ADD CONSTRAINT {name} {definition}"
+                    ))
+                    .await?;
+                client
+                    .batch_execute("RESET citus.multi_shard_modify_mode")
                     .await?;
             }
         }
@@ -229,6 +336,71 @@ async fn run(client: &Client, step: Step) -> Result<(), tokio_postgres::Error> {
         }
     }
     Ok(())
+}
+
+/// Before [`PARTITIONS`] is distributed: the directory made complete from it (the rows an
+/// older release's node added without one, see 078_partition_directory.sql), and the
+/// foreign keys that refer to it and its (queue, name) key dropped (the directory keeps
+/// that key; [`FOREIGN_KEYS`] come back after).
+async fn detach_partitions(client: &Client) -> Result<(), tokio_postgres::Error> {
+    // Read out first: Citus joins no plain table with the directory once that is a
+    // reference table.
+    let rows = client
+        .query("SELECT id, queue_id, name FROM queen.log_partitions", &[])
+        .await?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let queues: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+    let names: Vec<String> = rows.iter().map(|r| r.get(2)).collect();
+    client
+        .execute(
+            "DELETE FROM queen.log_partition_names WHERE id <> ALL ($1::bigint[])",
+            &[&ids],
+        )
+        .await?;
+    client
+        .execute(
+            "INSERT INTO queen.log_partition_names (id, queue_id, name)
+             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[])
+             ON CONFLICT DO NOTHING",
+            &[&ids, &queues, &names],
+        )
+        .await?;
+    for (table, name, _) in FOREIGN_KEYS {
+        client
+            .batch_execute(&format!(
+                "ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {name}"
+            ))
+            .await?;
+    }
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE {PARTITIONS} DROP CONSTRAINT IF EXISTS {PARTITIONS_NAME_KEY}"
+        ))
+        .await
+}
+
+/// Whether `table` has the foreign key `name` with this definition (as
+/// `pg_get_constraintdef` spells it, whitespace and the schema `queen.` aside).
+async fn foreign_key(
+    client: &Client,
+    table: &str,
+    name: &str,
+    definition: &str,
+) -> Result<bool, DbError> {
+    let row = client
+        .query_opt(
+            "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c
+             WHERE c.conrelid = to_regclass($1) AND c.conname = $2 AND c.contype = 'f'",
+            &[&table, &name],
+        )
+        .await
+        .map_err(|e| DbError::query("schema", e))?;
+    let words = |s: &str| {
+        s.replace("queen.", "")
+            .split_whitespace()
+            .collect::<String>()
+    };
+    Ok(row.is_some_and(|r| words(r.get(0)) == words(definition)))
 }
 
 /// Whether Citus holds the table with this partition method (`n` none, `h` hash) and

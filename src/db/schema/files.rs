@@ -77,6 +77,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("073_drop_release_old_functions.sql"),
     migration!("076_drop_pop_wrapper_and_dlq_list_v1.sql"),
     migration!("077_one_tenant_limit_guard.sql"),
+    migration!("078_partition_directory.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -113,6 +114,8 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_find_offset_v1.sql"),
     function!("log_has_pending_v1.sql"),
     function!("log_lease_extend_v2.sql"),
+    function!("log_partition_ensure_v1.sql"),
+    function!("log_partition_resolve_v1.sql"),
     function!("log_partitions_delete_segments_v1.sql"),
     function!("log_pending_partitions_v1.sql"),
     function!("log_pop_discover_wire_v1.sql"),
@@ -121,6 +124,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_pop_specific_v1.sql"),
     function!("log_pop_v3.sql"),
     function!("log_pop_wildcard_bin_v1.sql"),
+    function!("log_push_at_v1.sql"),
     function!("log_push_v3.sql"),
     function!("log_register_group_at_v1.sql"),
     function!("log_register_group_v1.sql"),
