@@ -9,8 +9,8 @@
 --
 -- A partition an older release's node created (queen.log_partitions only, during a
 -- rolling upgrade) is adopted: its directory row is added with its id. Creating rows fires
--- queen.partitions_limit_v1 (the tenant's partition limit). Takes no lock beyond the
--- inserted rows' and the unique key's; no notifications.
+-- the partitions_limit trigger (queen.tenant_limit_guard_v1, the tenant's partition
+-- limit). Takes no lock beyond the inserted rows' and the unique key's; no notifications.
 CREATE OR REPLACE FUNCTION queen.log_partition_ensure_v1(p_qid bigint, p_name text)
 RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 DECLARE

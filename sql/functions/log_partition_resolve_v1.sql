@@ -12,8 +12,8 @@
 -- stored the messages the queue stores now (over its partitions, from the first stored
 -- segment's offset to last_offset), which the caller compares with max_size before it
 -- appends; otherwise stored is 0. No write when queue and partition exist (a push then
--- writes only its partition's worker). Creating rows fires queen.queues_limit_v1 and
--- queen.partitions_limit_v1. No notifications.
+-- writes only its partition's worker). Creating rows fires the queues_limit and
+-- partitions_limit triggers (queen.tenant_limit_guard_v1). No notifications.
 CREATE OR REPLACE FUNCTION queen.log_partition_resolve_v1(
     p_tenant         text,
     p_queue          text,

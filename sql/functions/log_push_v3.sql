@@ -41,8 +41,8 @@
 -- partition), so two such transactions cannot deadlock. With maxSize, a
 -- transaction-scoped advisory lock per queue, taken before the partition lock, serialises
 -- the queue's pushes. A partition is created by queen.log_partition_ensure_v1 (its
--- directory row too). Creating rows fires queen.queues_limit_v1 and
--- queen.partitions_limit_v1. No notifications.
+-- directory row too). Creating rows fires the queues_limit and partitions_limit triggers
+-- (queen.tenant_limit_guard_v1). No notifications.
 CREATE OR REPLACE FUNCTION queen.log_push_v3(
     p_tenant         text,
     p_queue          text,
