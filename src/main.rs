@@ -12,8 +12,20 @@ use tracing::{error, info};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mi_option_purge_delay` in mimalloc 3's `mimalloc.h` (the position in its option enum;
+/// libmimalloc-sys names no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// How long freed pages wait before mimalloc returns them to the system, unless
+/// `MIMALLOC_PURGE_DELAY` says otherwise. mimalloc 3 waits 1,000 ms; under a flood of large
+/// pushes a second of freed request buffers is tens of MiB held beside the ephemeral cap
+/// (README "Ephemeral queues"): at 10 ms (mimalloc 2's default) the flood's overhead beside
+/// the cap roughly halved, with no change seen in the broker's CPU per message.
+const PURGE_DELAY_MS: std::ffi::c_long = 10;
+
 #[actix_web::main]
 async fn main() -> ExitCode {
+    tune_allocator();
     let config = match Config::from_vars(std::env::vars()) {
         Ok(config) => config,
         Err(e) => {
@@ -44,6 +56,14 @@ async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Sets mimalloc's purge delay before the broker allocates much (see [`PURGE_DELAY_MS`]).
+fn tune_allocator() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: a plain FFI call that sets a process-wide option.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
+}
+
 /// Raises the soft open-file limit to the hard one: every consumer parked in a long-poll
 /// holds a connection, and the usual soft limit (1,024) would refuse the thousand-and-first
 /// while the hard limit allows far more. A limit that cannot be read or raised is logged.
@@ -69,4 +89,28 @@ fn raise_open_file_limit() {
         }
     }
     info!(open_files = limit.rlim_max, "open-file limit");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_option_is_the_one_set() {
+        // mimalloc 3's default purge delay is 1,000 ms; the option this binary sets must
+        // be that one, and setting it must read back.
+        // SAFETY: plain FFI calls on a process-wide option.
+        unsafe {
+            if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+                assert_eq!(libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY), 1000);
+            }
+            tune_allocator();
+            if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+                assert_eq!(
+                    libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY),
+                    PURGE_DELAY_MS
+                );
+            }
+        }
+    }
 }

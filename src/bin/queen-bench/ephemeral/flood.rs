@@ -1,8 +1,8 @@
 //! The flood: callers push as fast as they can into `dropOldest` queues whose bounds add
 //! up to more than the broker's `QUEEN_EPHEMERAL_MAX_BYTES`, and into one `reject`
 //! queue, while the broker's resident memory (VmRSS of /proc/<pid>/status) is sampled.
-//! Fixed overhead is the resident memory before the flood; the bound holds when the peak
-//! stays within the cap plus it.
+//! The bound holds when the growth (the peak minus the resident memory before the flood)
+//! stays within the cap plus the fixed overhead README "Ephemeral queues" states.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,11 +43,6 @@ pub struct Flood {
 }
 
 impl Flood {
-    /// Whether the peak stayed within the cap plus the fixed overhead.
-    pub fn within(&self) -> bool {
-        self.peak <= self.cap + self.before
-    }
-
     /// Whether the flood's growth (peak minus before) stayed within the cap plus the
     /// allocator slack and HTTP buffers README "Ephemeral queues" allows beside it.
     pub fn within_allowance(&self) -> bool {
