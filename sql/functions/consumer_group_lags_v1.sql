@@ -19,7 +19,16 @@
 --   lease_active      a worker holds a lease that has not expired;
 --   last_consumed_at, total_consumed  from the cursor row (0 without one).
 --
--- Read only: no locks beyond the statement's snapshot. No notifications.
+-- PL/pgSQL, one statement per partition: the groups are read from the subscriptions and
+-- from the cursors (a join of the cursors and the partitions on the partition id), the
+-- partitions of each (group, queue) from queen.log_partitions, then the cursor row and
+-- the segment of the oldest unconsumed message by partition id. On the Citus layout each
+-- of these is a statement Citus plans (a single-shard one for a partition's rows); the
+-- former single LANGUAGE sql statement, a join of reference tables with distributed ones
+-- and a correlated LIMIT over the segments, was refused there. On PostgreSQL the answer
+-- is the same; an admin listing costs one cursor and one segment lookup per partition.
+--
+-- Read only: no locks beyond each statement's snapshot. No notifications.
 CREATE OR REPLACE FUNCTION queen.consumer_group_lags_v1(p_tenant text, p_group text)
 RETURNS TABLE (
     consumer_group    text,
@@ -36,42 +45,75 @@ RETURNS TABLE (
     lease_active      boolean,
     last_consumed_at  timestamptz,
     total_consumed    bigint
-) LANGUAGE sql STABLE AS $$
-    WITH groups AS (
-        SELECT m.consumer_group, m.queue_id
-        FROM queen.consumer_groups_metadata m
-        JOIN queen.queues q ON q.id = m.queue_id
-        WHERE q.tenant = p_tenant AND (p_group IS NULL OR m.consumer_group = p_group)
-        UNION
-        SELECT DISTINCT c.consumer_group, p.queue_id
-        FROM queen.log_consumers c
-        JOIN queen.log_partitions p ON p.id = c.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id
-        WHERE q.tenant = p_tenant AND (p_group IS NULL OR c.consumer_group = p_group)
-    )
-    SELECT g.consumer_group, q.id, q.name, p.id, p.name,
-           coalesce(c.committed, -1),
-           p.last_offset,
-           greatest(p.last_offset - coalesce(c.committed, -1), 0),
-           o.created_at,
-           CASE WHEN o.created_at IS NULL THEN 0
-                ELSE greatest(extract(epoch FROM now() - o.created_at), 0)::double precision END,
-           c.worker_id,
-           coalesce(c.worker_id IS NOT NULL AND c.lease_expires_at > now(), false),
-           c.last_consumed_at,
-           coalesce(c.total_consumed, 0)
-    FROM groups g
-    JOIN queen.queues q ON q.id = g.queue_id
-    JOIN queen.log_partitions p ON p.queue_id = q.id
-    LEFT JOIN queen.log_consumers c
-      ON c.partition_id = p.id AND c.consumer_group = g.consumer_group
-    LEFT JOIN LATERAL (
-        SELECT s.created_at
-        FROM queen.log_segments s
-        WHERE s.partition_id = p.id
-          AND p.last_offset > coalesce(c.committed, -1)
-          AND s.base_offset <= coalesce(c.committed, -1) + 1
-        ORDER BY s.base_offset DESC
-        LIMIT 1
-    ) o ON true;
+) LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := now();
+    v_qids   bigint[];
+    v_groups text[];
+    v_queues bigint[];
+    v_more_g text[];
+    v_more_q bigint[];
+    g        record;
+    p        record;
+    c        record;
+BEGIN
+    SELECT coalesce(array_agg(q.id), '{}') INTO v_qids
+    FROM queen.queues q WHERE q.tenant = p_tenant;
+
+    SELECT coalesce(array_agg(m.consumer_group), '{}'),
+           coalesce(array_agg(m.queue_id), '{}')
+    INTO v_groups, v_queues
+    FROM queen.consumer_groups_metadata m
+    WHERE m.queue_id = ANY (v_qids) AND (p_group IS NULL OR m.consumer_group = p_group);
+
+    SELECT coalesce(array_agg(x.consumer_group), '{}'),
+           coalesce(array_agg(x.queue_id), '{}')
+    INTO v_more_g, v_more_q
+    FROM (SELECT DISTINCT c.consumer_group, p.queue_id
+          FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
+          WHERE p.queue_id = ANY (v_qids)
+            AND (p_group IS NULL OR c.consumer_group = p_group)) x;
+
+    FOR g IN
+        SELECT DISTINCT u.grp, u.qid
+        FROM unnest(v_groups || v_more_g, v_queues || v_more_q) AS u (grp, qid)
+    LOOP
+        consumer_group := g.grp;
+        queue_id := g.qid;
+        SELECT q.name INTO queue_name FROM queen.queues q WHERE q.id = g.qid;
+        FOR p IN
+            SELECT lp.id, lp.name, lp.last_offset FROM queen.log_partitions lp
+            WHERE lp.queue_id = g.qid
+        LOOP
+            SELECT lc.committed, lc.worker_id, lc.lease_expires_at, lc.last_consumed_at,
+                   lc.total_consumed
+            INTO c
+            FROM queen.log_consumers lc
+            WHERE lc.partition_id = p.id AND lc.consumer_group = g.grp;
+            partition_id := p.id;
+            partition_name := p.name;
+            committed := coalesce(c.committed, -1);
+            last_offset := p.last_offset;
+            offset_lag := greatest(p.last_offset - committed, 0);
+            oldest_unconsumed := NULL;
+            IF p.last_offset > committed THEN
+                SELECT s.created_at INTO oldest_unconsumed
+                FROM queen.log_segments s
+                WHERE s.partition_id = p.id AND s.base_offset <= committed + 1
+                ORDER BY s.base_offset DESC
+                LIMIT 1;
+            END IF;
+            time_lag_seconds := CASE WHEN oldest_unconsumed IS NULL THEN 0
+                ELSE greatest(extract(epoch FROM v_now - oldest_unconsumed),
+                              0)::double precision END;
+            worker_id := c.worker_id;
+            lease_active := coalesce(c.worker_id IS NOT NULL AND c.lease_expires_at > v_now,
+                                     false);
+            last_consumed_at := c.last_consumed_at;
+            total_consumed := coalesce(c.total_consumed, 0);
+            RETURN NEXT;
+        END LOOP;
+    END LOOP;
+END;
 $$;

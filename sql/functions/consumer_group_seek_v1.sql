@@ -19,9 +19,16 @@
 -- message that keeps failing gets its new position at once, not after the retryDelay its
 -- last failed ack set.
 --
+-- Every statement on a cursor or a segment names one partition by id, in loops over the
+-- queue's partitions (one statement per partition): on the Citus layout each is a
+-- single-shard statement (Citus refuses a FOR UPDATE over several shards and plans no
+-- correlated subquery with LIMIT over the segments). On the layout the broker runs it
+-- with citus.multi_shard_modify_mode sequential (src/db/admin/groups.rs), since it writes
+-- the subscription, a reference table, after reading the partitions over every shard.
+--
 -- Rows: one per partition moved (refused = false), by partition name; one row of NULLs
 -- (refused = false) when the queue has no partition; none when the queue does not exist.
--- Locks: the group's cursor rows on the queue (FOR UPDATE, in partition order) and its
+-- Locks: the group's cursor rows on the queue (FOR UPDATE, in partition id order) and its
 -- metadata row, to the end of the caller's transaction. No notifications.
 CREATE OR REPLACE FUNCTION queen.consumer_group_seek_v1(
     p_tenant    text,
@@ -38,20 +45,31 @@ CREATE OR REPLACE FUNCTION queen.consumer_group_seek_v1(
 #variable_conflict use_column
 DECLARE
     v_qid    bigint;
-    v_leased integer;
+    v_leased integer := 0;
+    v_now    timestamptz := now();
+    v_pid    bigint;
+    v_name   text;
+    v_last   bigint;
+    v_new    bigint;
+    v_moved  boolean := false;
 BEGIN
     SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
     IF v_qid IS NULL THEN
         RETURN;
     END IF;
 
-    SELECT count(*) FILTER (WHERE c.worker_id IS NOT NULL AND c.lease_expires_at > now())
-    INTO v_leased
-    FROM (SELECT c.worker_id, c.lease_expires_at
-          FROM queen.log_consumers c JOIN queen.log_partitions p ON p.id = c.partition_id
-          WHERE p.queue_id = v_qid AND c.consumer_group = p_group
-          ORDER BY c.partition_id
-          FOR UPDATE OF c) c;
+    FOR v_pid IN
+        SELECT p.id FROM queen.log_partitions p WHERE p.queue_id = v_qid ORDER BY p.id
+    LOOP
+        PERFORM 1 FROM queen.log_consumers c
+        WHERE c.partition_id = v_pid AND c.consumer_group = p_group
+        FOR UPDATE;
+        IF EXISTS (SELECT 1 FROM queen.log_consumers c
+                   WHERE c.partition_id = v_pid AND c.consumer_group = p_group
+                     AND c.worker_id IS NOT NULL AND c.lease_expires_at > v_now) THEN
+            v_leased := v_leased + 1;
+        END IF;
+    END LOOP;
     IF v_leased > 0 THEN
         RETURN QUERY SELECT true, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint;
         RETURN;
@@ -64,34 +82,35 @@ BEGIN
     SET watermark = '-infinity', watermark_checked_at = '-infinity'
     WHERE m.consumer_group = p_group AND m.queue_id = v_qid;
 
-    INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
-    SELECT p.id, p_group, -1 FROM queen.log_partitions p WHERE p.queue_id = v_qid
-    ON CONFLICT DO NOTHING;
-
-    RETURN QUERY
-    WITH target AS (
-        SELECT p.id, p.name, p.last_offset,
-               CASE WHEN p_timestamp IS NULL THEN p.last_offset
-                    ELSE coalesce((SELECT s.base_offset - 1 FROM queen.log_segments s
-                                   WHERE s.partition_id = p.id AND s.created_at >= p_timestamp
-                                   ORDER BY s.base_offset LIMIT 1),
-                                  p.last_offset) END AS new_committed
-        FROM queen.log_partitions p WHERE p.queue_id = v_qid
-    ), moved AS (
+    FOR v_pid, v_name, v_last IN
+        SELECT p.id, p.name, p.last_offset FROM queen.log_partitions p
+        WHERE p.queue_id = v_qid ORDER BY p.name
+    LOOP
+        INSERT INTO queen.log_consumers (partition_id, consumer_group, committed)
+        VALUES (v_pid, p_group, -1)
+        ON CONFLICT DO NOTHING;
+        v_new := NULL;
+        IF p_timestamp IS NOT NULL THEN
+            SELECT s.base_offset - 1 INTO v_new FROM queen.log_segments s
+            WHERE s.partition_id = v_pid AND s.created_at >= p_timestamp
+            ORDER BY s.base_offset LIMIT 1;
+        END IF;
+        v_new := coalesce(v_new, v_last);
         UPDATE queen.log_consumers c SET
-            committed = t.new_committed,
+            committed = v_new,
             worker_id = NULL, lease_expires_at = NULL, lease_acquired_at = NULL,
             batch_end = NULL, acked_ahead = '{}',
             attempt_count = 0, attempt_offset = NULL,
             failed_offset = NULL, failed_count = 0, retry_at = NULL
-        FROM target t
-        WHERE c.partition_id = t.id AND c.consumer_group = p_group
+        WHERE c.partition_id = v_pid AND c.consumer_group = p_group
           -- A row a concurrent first pop created and leased after the check above.
-          AND (c.worker_id IS NULL OR c.lease_expires_at <= now())
-        RETURNING t.id, t.name, t.last_offset, t.new_committed
-    )
-    SELECT false, m.id, m.name, m.last_offset, m.new_committed FROM moved m ORDER BY m.name;
-    IF NOT FOUND THEN
+          AND (c.worker_id IS NULL OR c.lease_expires_at <= v_now);
+        IF FOUND THEN
+            v_moved := true;
+            RETURN QUERY SELECT false, v_pid, v_name, v_last, v_new;
+        END IF;
+    END LOOP;
+    IF NOT v_moved THEN
         -- A queue without partitions (a pop provisioned it before any push): nothing moved.
         RETURN QUERY SELECT false, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint;
     END IF;

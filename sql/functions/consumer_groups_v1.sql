@@ -8,10 +8,14 @@
 -- live lease, 'Dead' otherwise. Figures from queen.consumer_group_lags_v1; the subscription
 -- from queen.consumer_groups_metadata ('all' when the group has no subscription row).
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function reading a reference
+-- table (queen.consumer_groups_metadata) on its layout.
+--
 -- Read only: no locks beyond the statement's snapshot. No notifications.
 CREATE OR REPLACE FUNCTION queen.consumer_groups_v1(p_tenant text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT coalesce(jsonb_agg(x.row ORDER BY x.consumer_group, x.queue_name), '[]'::jsonb)
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT coalesce(jsonb_agg(x.row ORDER BY x.consumer_group, x.queue_name), '[]'::jsonb)
     FROM (
         SELECT l.consumer_group, l.queue_name,
                jsonb_build_object(
@@ -36,5 +40,6 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
           ON m.consumer_group = l.consumer_group AND m.queue_id = l.queue_id
         GROUP BY l.consumer_group, l.queue_name, m.subscription_mode,
                  m.subscription_timestamp, m.created_at
-    ) x;
+    ) x);
+END;
 $$;

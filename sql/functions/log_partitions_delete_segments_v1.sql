@@ -17,13 +17,22 @@
 -- DELETE waits for the writer, or the writer finds the row gone and writes nothing. The
 -- other tables keep their keys: they are not written per message.
 --
+-- One DELETE per deleted partition, by its id: on the Citus layout the trigger fires on
+-- the shard of queen.log_partitions on its worker, where a join of the distributed
+-- segments with the transition table is refused ("unrecognized RTE kind"), and a
+-- statement by one partition id is routed to that partition's segment shard (co-located,
+-- so on the same worker). queen.queue_delete_v1 deletes the segments before the partition
+-- row, so there it finds none.
+--
 -- Locks: the deleted segment rows. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_partitions_delete_segments_v1()
 RETURNS trigger LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_pid bigint;
 BEGIN
-    DELETE FROM queen.log_segments s
-    USING deleted_partitions d
-    WHERE s.partition_id = d.id;
+    FOR v_pid IN SELECT d.id FROM deleted_partitions d ORDER BY d.id LOOP
+        DELETE FROM queen.log_segments s WHERE s.partition_id = v_pid;
+    END LOOP;
     RETURN NULL;
 END;
 $$;

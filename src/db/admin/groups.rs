@@ -87,10 +87,24 @@ pub async fn delete(
              FROM queen.consumer_group_delete_v1($1, $2, $3, $4)",
         )
         .await?;
-    let row = conn
-        .client()
-        .query_one(&st, &[&tenant, &group, &queue, &delete_metadata])
-        .await;
+    let distributed = conn.distributed();
+    let row = async {
+        let tx = conn.client().transaction().await?;
+        if distributed {
+            // On the Citus layout the function deletes the group's cursors over every
+            // shard and then its subscriptions, a reference table, which Citus refuses
+            // after a parallel multi-shard statement of the same transaction: one
+            // connection per worker instead.
+            tx.batch_execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+                .await?;
+        }
+        let row = tx
+            .query_one(&st, &[&tenant, &group, &queue, &delete_metadata])
+            .await?;
+        tx.commit().await?;
+        Ok(row)
+    }
+    .await;
     let row = row.map_err(|e| conn.note(DbError::query(OP, e)))?;
     Ok(Deleted {
         partitions: row.get(0),
@@ -164,10 +178,23 @@ pub async fn seek(
              FROM queen.consumer_group_seek_v1($1, $2, $3, $4)",
         )
         .await?;
-    let rows = conn
-        .client()
-        .query(&st, &[&tenant, &group, &queue, &timestamp])
-        .await;
+    let distributed = conn.distributed();
+    let rows = async {
+        let tx = conn.client().transaction().await?;
+        if distributed {
+            // The function writes the subscription (a reference table) after reading
+            // the queue's partitions over every shard, which Citus refuses in parallel
+            // mode: one connection per worker instead.
+            tx.batch_execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+                .await?;
+        }
+        let rows = tx
+            .query(&st, &[&tenant, &group, &queue, &timestamp])
+            .await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+    .await;
     let rows = rows.map_err(|e| conn.note(DbError::query(OP, e)))?;
     if rows.is_empty() {
         return Ok(Seek::NoQueue);

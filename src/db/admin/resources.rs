@@ -96,9 +96,24 @@ pub async fn delete_queue(conn: &mut PgConn, tenant: &str, queue: &str) -> Resul
     let st = conn
         .statement(OP, "SELECT queen.queue_delete_v1($1, $2)")
         .await?;
+    let distributed = conn.distributed();
     let mut attempt = 1;
     loop {
-        let row = conn.client().query_one(&st, &[&tenant, &queue]).await;
+        let row = async {
+            let tx = conn.client().transaction().await?;
+            if distributed {
+                // On the Citus layout the function reads the queue's partitions over
+                // every shard and then deletes reference rows (the queue, the directory),
+                // which Citus refuses after a parallel multi-shard access of the same
+                // transaction: one connection per worker instead.
+                tx.batch_execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+                    .await?;
+            }
+            let row = tx.query_one(&st, &[&tenant, &queue]).await?;
+            tx.commit().await?;
+            Ok(row)
+        }
+        .await;
         match row.map_err(|e| DbError::query(OP, e)) {
             Ok(row) => return Ok(row.get(0)),
             Err(e) if e.is_retryable() && attempt < DELETE_ATTEMPTS => attempt += 1,
