@@ -16,6 +16,14 @@
 -- or the Citus layout meets it (both add it). No foreign key from queen.log_partitions to
 -- it here, for the same reason (the layout adds one on Citus). Takes no lock on
 -- queen.log_partitions beyond the copy's read; no notifications.
+--
+-- Also marks this release's edited function files beside 077's: log_push_v3 (a partition
+-- is created through log_partition_ensure_v1), log_ack_v2 and configure_queue_v1 (the
+-- directory), log_pop_options_v1 (PL/pgSQL: Citus refuses a parameterized SQL function
+-- that reads distributed tables), timers_apply_v1 and locks_apply_v1 (their ops read once),
+-- and for the Citus layout queue_delete_v1 and log_partitions_delete_segments_v1 (one
+-- partition at a time), consumer_group_seek_v1, consumer_group_lags_v1 and
+-- consumer_groups_v1 (PL/pgSQL, one statement per partition).
 
 CREATE TABLE IF NOT EXISTS queen.log_partition_names (
     id       bigint NOT NULL PRIMARY KEY,
