@@ -31,7 +31,6 @@ struct Entry {
     seq: u64,
     payload: StoredPayload,
     born: Instant,
-    cost: u64,
 }
 
 /// A message handed to a consumer.
@@ -204,12 +203,10 @@ impl Ring {
             losses.dropped += 1;
         }
         for payload in copies {
-            let cost = payload.len() as u64 + MESSAGE_OVERHEAD;
             self.entries.push_back(Entry {
                 seq: self.next_seq,
                 payload,
                 born: now,
-                cost,
             });
             self.next_seq += 1;
         }
@@ -220,8 +217,9 @@ impl Ring {
 
     fn drop_front(&mut self, budget: &Budget) {
         if let Some(entry) = self.entries.pop_front() {
-            let charge = memory_cost(budget.store(), entry.payload.len());
-            self.bytes -= entry.cost;
+            let len = entry.payload.len();
+            let charge = memory_cost(budget.store(), len);
+            self.bytes -= len as u64 + MESSAGE_OVERHEAD;
             self.charged -= charge;
             budget.give(charge);
         }

@@ -27,35 +27,38 @@ pub mod whole_lease;
 
 pub use leased_span::LeasedSpan;
 
-/// `$9`: the commit need not wait for the WAL flush (see [`AckDurability`]); `$10`: the
-/// caller's tenant. The `EXISTS` is a one-time filter PostgreSQL evaluates before the
-/// function scan (two primary-key probes, once per statement): for another tenant's
-/// partition the function never runs, no row comes back (every item "Message not found")
-/// and nothing changes.
-const LOG_ACK: &str =
-    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
+/// The ack statement, its tenant check reading `$directory` (a table with `id` and
+/// `queue_id` per partition). `$9`: the commit need not wait for the WAL flush (see
+/// [`AckDurability`]); `$10`: the caller's tenant. The `EXISTS` is a one-time filter
+/// PostgreSQL evaluates before the function scan (two primary-key probes, once per
+/// statement): for another tenant's partition the function never runs, no row comes back
+/// (every item "Message not found") and nothing changes.
+macro_rules! log_ack_checked_in {
+    ($directory:literal) => {
+        concat!(
+            "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
      FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
      CROSS JOIN (SELECT set_config('synchronous_commit',
                                    CASE WHEN $9 THEN 'off'
                                         ELSE current_setting('synchronous_commit') END,
                                    true)) AS durability
-     WHERE EXISTS (SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-                   WHERE p.id = $1 AND q.tenant = $10)";
+     WHERE EXISTS (SELECT 1 FROM ",
+            $directory,
+            " p JOIN queen.queues q ON q.id = p.queue_id
+                   WHERE p.id = $1 AND q.tenant = $10)"
+        )
+    };
+}
+
+/// The ack on PostgreSQL: the tenant's check reads `log_partitions` (every partition has
+/// its row there, also one a node of the previous release created).
+const LOG_ACK: &str = log_ack_checked_in!("queen.log_partitions");
 
 /// [`LOG_ACK`] on the Citus layout: the tenant's check reads the partitions' directory (a
 /// reference table) instead of `log_partitions`, which is distributed there; a statement
 /// that reads `log_partitions` by id is sent whole to the partition's worker, where the
 /// function's own statements are then refused as nested distributed queries.
-const LOG_ACK_DISTRIBUTED: &str =
-    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
-     FROM queen.log_ack_v2($1, $2, $3, $4, $5, $6, $7, $8)
-     CROSS JOIN (SELECT set_config('synchronous_commit',
-                                   CASE WHEN $9 THEN 'off'
-                                        ELSE current_setting('synchronous_commit') END,
-                                   true)) AS durability
-     WHERE EXISTS (SELECT 1 FROM queen.log_partition_names p
-                   JOIN queen.queues q ON q.id = p.queue_id
-                   WHERE p.id = $1 AND q.tenant = $10)";
+const LOG_ACK_DISTRIBUTED: &str = log_ack_checked_in!("queen.log_partition_names");
 
 /// Whether the commit of an ack waits for its WAL to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -177,10 +177,12 @@ async fn log_push_v3(
     statement: &Statement,
     append: &PartitionAppend<'_>,
 ) -> Result<AppendOutcome, DbError> {
-    let counts: Vec<i32> = append.segments.iter().map(|s| s.count).collect();
-    let codecs: Vec<i16> = append.segments.iter().map(|s| s.codec).collect();
-    let blobs: Vec<&[u8]> = append.segments.iter().map(|s| s.bytes).collect();
-    let keys = KeyColumns::of(append.keys);
+    let SegmentColumns {
+        counts,
+        codecs,
+        blobs,
+        keys,
+    } = SegmentColumns::of(append);
     let rows = tx
         .query(
             statement,
@@ -235,10 +237,12 @@ async fn push_delegated(
             max_size,
         });
     }
-    let counts: Vec<i32> = append.segments.iter().map(|s| s.count).collect();
-    let codecs: Vec<i16> = append.segments.iter().map(|s| s.codec).collect();
-    let blobs: Vec<&[u8]> = append.segments.iter().map(|s| s.bytes).collect();
-    let keys = KeyColumns::of(append.keys);
+    let SegmentColumns {
+        counts,
+        codecs,
+        blobs,
+        keys,
+    } = SegmentColumns::of(append);
     let rows = tx
         .query(
             &statements.push_at,
@@ -257,6 +261,26 @@ async fn push_delegated(
         .await
         .map_err(|e| DbError::query("log_push_at_v1", e))?;
     outcome(rows, "log_push_at_v1")
+}
+
+/// An append's segments and keys as the array parameters of `log_push_v3` and
+/// `log_push_at_v1`.
+struct SegmentColumns<'a> {
+    counts: Vec<i32>,
+    codecs: Vec<i16>,
+    blobs: Vec<&'a [u8]>,
+    keys: KeyColumns,
+}
+
+impl<'a> SegmentColumns<'a> {
+    fn of(append: &PartitionAppend<'a>) -> Self {
+        SegmentColumns {
+            counts: append.segments.iter().map(|s| s.count).collect(),
+            codecs: append.segments.iter().map(|s| s.codec).collect(),
+            blobs: append.segments.iter().map(|s| s.bytes).collect(),
+            keys: KeyColumns::of(append.keys),
+        }
+    }
 }
 
 /// What the rows of `log_push_v3` or `log_push_at_v1` (named `function`) say.
