@@ -32,8 +32,10 @@
 -- NOTHING and answers one row: stale = NULL, the partition id, last_offset = the messages
 -- stored now, window_seconds = max_size.
 --
--- Bad input (arrays of unequal length, a count below 1, not one key per message) raises
--- SQLSTATE 22023.
+-- The stale answer and the append are queen.log_push_at_v1's, called here on the partition
+-- this function found or created. Bad input (arrays of unequal length, a count below 1, not
+-- one key per message) raises SQLSTATE 22023 there; the rows created here go with the
+-- statement.
 -- Locks: the partition row FOR NO KEY UPDATE, held to the caller's COMMIT, so pushes to
 -- one partition are serialised and offsets stay dense. Not FOR UPDATE, which would conflict
 -- with the KEY SHARE lock a group's first pop takes when it inserts cursor rows. Callers
@@ -71,29 +73,14 @@ CREATE OR REPLACE FUNCTION queen.log_push_v3(
 ) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
-    v_qid     bigint;
-    v_window  integer;
-    v_pid     bigint;
-    v_last    bigint;
-    v_n       integer := coalesce(cardinality(p_counts), 0);
-    v_total   integer;
-    v_now     timestamptz := clock_timestamp();
-    v_created timestamptz;
-    v_prev_at timestamptz;
-    v_max     integer;
-    v_size    bigint;
-    r         record;
+    v_qid    bigint;
+    v_window integer;
+    v_pid    bigint;
+    v_last   bigint;
+    v_total  integer;
+    v_max    integer;
+    v_size   bigint;
 BEGIN
-    SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
-    IF v_n = 0 OR v_n <> coalesce(cardinality(p_codecs), 0)
-       OR v_n <> coalesce(cardinality(p_blobs), 0)
-       OR v_total IS DISTINCT FROM cardinality(p_keys_hi)
-       OR v_total IS DISTINCT FROM cardinality(p_keys_lo)
-       OR EXISTS (SELECT 1 FROM unnest(p_counts) AS c WHERE c IS NULL OR c < 1) THEN
-        RAISE EXCEPTION 'log_push_v3: counts, codecs and blobs must be non-empty and equal, keys one per message'
-            USING ERRCODE = '22023';
-    END IF;
-
     SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window)
     INTO v_qid, v_window
     FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
@@ -121,40 +108,18 @@ BEGIN
         FOR NO KEY UPDATE;
     END IF;
 
-    IF v_window > 0 AND v_last >= 0 AND v_last IS DISTINCT FROM p_known_last THEN
-        stale := true; partition_id := v_pid; last_offset := v_last;
-        window_seconds := v_window;
-        RETURN NEXT;
-        -- created_at grows with base_offset: walk back from the newest, stop at the window.
-        FOR r IN
-            SELECT s.base_offset, s.end_offset, s.created_at, s.codec, s.blob, s.txn_hashes,
-                   s.txn_keys_hi, s.txn_keys_lo
-            FROM queen.log_segments s
-            WHERE s.partition_id = v_pid
-              AND s.base_offset > CASE WHEN p_known_last <= v_last THEN p_known_last ELSE -1 END
-            ORDER BY s.base_offset DESC
-        LOOP
-            EXIT WHEN r.created_at < v_now - make_interval(secs => v_window);
-            seg_base := r.base_offset;
-            seg_end := r.end_offset;
-            seg_age_ms := (extract(epoch FROM (v_now - r.created_at)) * 1000)::bigint;
-            seg_keys_hi := r.txn_keys_hi;
-            seg_keys_lo := r.txn_keys_lo;
-            seg_hashes := r.txn_hashes;
-            seg_codec := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.codec END;
-            seg_blob := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.blob END;
-            RETURN NEXT;
-        END LOOP;
-        RETURN;
-    END IF;
-
-    IF v_max > 0 THEN
+    -- The stale answer and the append are queen.log_push_at_v1's, on the row locked above
+    -- (locking it again there is free); the maxSize check sits between the two, so a full
+    -- queue with a stale window still answers stale first.
+    IF v_max > 0 AND NOT (v_window > 0 AND v_last >= 0
+                          AND v_last IS DISTINCT FROM p_known_last) THEN
         SELECT coalesce(sum(p.last_offset + 1 - coalesce(
                    (SELECT s.base_offset FROM queen.log_segments s
                     WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1),
                    p.last_offset + 1)), 0)
         INTO v_size
         FROM queen.log_partitions p WHERE p.queue_id = v_qid;
+        SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
         IF v_size + v_total > v_max THEN
             stale := NULL; partition_id := v_pid; last_offset := v_size;
             window_seconds := v_max;
@@ -163,35 +128,8 @@ BEGIN
         END IF;
     END IF;
 
-    -- created_at must never go backwards within a partition (delayedProcessing and
-    -- windowBuffer rely on it); the lock above orders pushes, the GREATEST guards the clock.
-    SELECT s.created_at INTO v_prev_at
-    FROM queen.log_segments s
-    WHERE s.partition_id = v_pid
-    ORDER BY s.base_offset DESC
-    LIMIT 1;
-    v_created := GREATEST(v_now, v_prev_at);
-
-    INSERT INTO queen.log_segments
-        (partition_id, base_offset, end_offset, msg_count, created_at, codec, producer, blob,
-         txn_keys_hi, txn_keys_lo)
-    SELECT v_pid, v_last + 1 + t.before, v_last + t.before + t.cnt, t.cnt, v_created,
-           t.codec, p_producer, t.blob, p_keys_hi[t.before + 1 : t.before + t.cnt],
-           p_keys_lo[t.before + 1 : t.before + t.cnt]
-    FROM (
-        SELECT u.cnt, u.codec, u.blob,
-               coalesce(sum(u.cnt) OVER (ORDER BY u.k ROWS BETWEEN UNBOUNDED PRECEDING
-                                                        AND 1 PRECEDING), 0)::integer AS before
-        FROM unnest(p_counts, p_codecs, p_blobs) WITH ORDINALITY AS u (cnt, codec, blob, k)
-    ) t;
-
-    UPDATE queen.log_partitions p
-    SET last_offset = v_last + v_total,
-        last_write_at = date_trunc('second', v_created)
-    WHERE p.id = v_pid;
-
-    stale := false; partition_id := v_pid; last_offset := v_last;
-    window_seconds := v_window;
-    RETURN NEXT;
+    RETURN QUERY SELECT * FROM queen.log_push_at_v1(
+        v_pid, v_window, p_known_last, p_counts, p_codecs, p_blobs, p_keys_hi, p_keys_lo,
+        p_producer);
 END;
 $$;
