@@ -93,6 +93,7 @@ mod transaction;
 mod txn_keys;
 mod upgrade;
 mod wakes_http2;
+mod wakes_http2_reset;
 mod wakes_lost;
 mod wakes_push;
 mod wakes_quiet;
