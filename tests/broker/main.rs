@@ -45,6 +45,7 @@ mod hotlist_exactly_once;
 mod hotlist_lent;
 mod hotlist_wheel;
 mod housekeeping;
+mod http2_default;
 mod idle_group_waiting;
 mod image;
 mod kv;

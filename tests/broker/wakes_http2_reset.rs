@@ -1,9 +1,8 @@
-//! HTTP/2 long-polls whose client leaves: a pop parked as a stream that its client resets,
-//! or whose whole connection goes away, stops parking at once and claims nothing, so the
-//! next message reaches a consumer that is still there, exactly once (with `autoAck` a
-//! pop answering into a gone stream would lose it). The h2 dispatcher's patch in
-//! `vendor/actix-http/src/h2/dispatcher.rs` is what drops such a pop.
-
+//! HTTP/2 long-polls (h2c, served by default) whose client leaves: a pop parked as a stream
+//! that its client resets, or whose whole connection goes away, stops parking at once and
+//! claims nothing, so the next message reaches a consumer that is still there, exactly once
+//! (with `autoAck` a pop answering into a gone stream would lose it). The h2 dispatcher's
+//! patch in `vendor/actix-http/src/h2/dispatcher.rs` is what drops such a pop.
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -16,7 +15,6 @@ use crate::support::{eventually, TestBroker};
 
 /// Re-polls and reseeds far away: only a push wakes a parked pop within a test.
 const QUIET: &[(&str, &str)] = &[
-    ("QUEEN_HTTP2", "true"),
     ("QUEEN_HOTLIST_RESEED_MS", "600000"),
     ("POP_WAIT_INITIAL_INTERVAL_MS", "10000"),
     ("POP_WAIT_MAX_INTERVAL_MS", "10000"),
