@@ -107,10 +107,10 @@ pub struct HttpConfig {
     /// parked in a long-poll, so a node serving more raises it (README, "Parked long-polls").
     pub max_connections_per_worker: usize,
     /// `QUEEN_HTTP2`: also serve HTTP/2 over cleartext, prior knowledge (h2c), on the same
-    /// port (default off). Many long-polls then share one connection, and a parked pop
-    /// costs a stream instead of a connection; but actix runs an HTTP/2 request to its end
-    /// when its client resets the stream or closes the connection (README, "Parked
-    /// long-polls"), so it is for clients that keep their connections.
+    /// port (default on; HTTP/1.1 clients see no change). Many long-polls then share one
+    /// connection, and a parked pop costs a stream instead of a connection; a pop whose
+    /// client resets its stream or closes the connection is dropped as over HTTP/1.1 (the
+    /// patch in `vendor/actix-http/PATCHES.md`; README, "Parked long-polls").
     pub http2: bool,
 }
 
@@ -282,7 +282,7 @@ impl Config {
                 workers,
                 max_body_bytes: vars.positive("QUEEN_MAX_BODY_BYTES", 64 * 1024 * 1024)?,
                 max_connections_per_worker: vars.positive("QUEEN_HTTP_MAX_CONNECTIONS", 25_000)?,
-                http2: vars.flag("QUEEN_HTTP2", false)?,
+                http2: vars.flag("QUEEN_HTTP2", true)?,
             },
             database: DatabaseConfig {
                 source: database_source(&vars)?,

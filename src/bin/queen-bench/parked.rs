@@ -2,8 +2,9 @@
 //! measures push-then-pop latency on a queue of its own, parks pops over groups and queues
 //! on connections of their own (or as streams of a few shared HTTP/2 connections, with
 //! `--http2`), and reports RSS growth per parked pop, the broker's CPU
-//! while they wait, the same push-then-pop latency again, how fast a push wakes parked
-//! pops, and last, for comparison, RSS growth per idle keep-alive connection.
+//! while they wait, the same push-then-pop latency again, how fast a push wakes one parked
+//! pop (pops alone on queues of their own, one push at a time), how fast a push wakes the
+//! many pops of a queue's groups, and last, for comparison, RSS growth per idle keep-alive connection.
 //!
 //! Map: [`args`] (command line), [`http`] (a bare keep-alive connection), [`consumer`]
 //! (HTTP/1.1 or HTTP/2 under a parked pop), [`figures`] (the arithmetic and the table).
@@ -37,6 +38,14 @@ const PER_SOURCE_ADDRESS: usize = 20_000;
 const PROBE_QUEUE: &str = "parked-bench-probe";
 /// Longest wait for every pop to be parked.
 const PARK_TIMEOUT: Duration = Duration::from_secs(600);
+/// The queue of single-wake pop `k`, alone on it.
+fn single_queue(k: usize) -> String {
+    format!("ps{k}")
+}
+/// Longest wait for the pop a single-wake push is for.
+const SINGLE_WAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between two single-wake pushes.
+const SINGLE_WAKE_GAP: Duration = Duration::from_millis(20);
 /// Pause between two wake pushes, and after the last.
 const WAKE_GAP: Duration = Duration::from_millis(300);
 /// Pause before the RSS reading with the idle connections open: well inside actix's 5 s
@@ -57,9 +66,11 @@ pub async fn main(args: ParkedArgs) -> anyhow::Result<()> {
 async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     let idle_count = args.idle_connections();
     let (groups, queues) = (args.groups as usize, args.queues as usize);
+    // The single-wake pops park beside the others, each alone on its queue.
+    let parked_total = args.pops + args.single_wakes;
     let pop_connections = match args.http2 {
         true => args.http2_connections as usize,
-        false => args.pops,
+        false => parked_total,
     };
     raise_fd_limit((pop_connections + idle_count) as u64 + 4096)?;
     let load_start = load_average();
@@ -87,22 +98,33 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     // Each pop is sent as soon as its connection is open (the broker answers 408 to a
     // connection that sends no request head within 30 s).
     let (woken_tx, mut woken_rx) = mpsc::unbounded_channel::<u64>();
+    let (single_tx, mut single_rx) = mpsc::unbounded_channel::<u64>();
     let mut parked = JoinSet::new();
     let url = |i: usize| {
-        let (queue, group) = placement(i, groups, queues);
+        let (queue, group) = match i < args.pops {
+            true => {
+                let (queue, group) = placement(i, groups, queues);
+                (format!("pq{queue}"), format!("g{group}"))
+            }
+            false => (single_queue(i - args.pops), "solo".to_owned()),
+        };
         format!(
-            "/api/v1/pop/queue/pq{queue}?consumerGroup=g{group}&wait=true&autoAck=true&timeout={}",
+            "/api/v1/pop/queue/{queue}?consumerGroup={group}&wait=true&autoAck=true&timeout={}",
             args.timeout_ms
         )
     };
+    let reports = |i: usize| match i < args.pops {
+        true => woken_tx.clone(),
+        false => single_tx.clone(),
+    };
     if args.http2 {
         let clients = http2_connections(server, pop_connections).await?;
-        for i in 0..args.pops {
+        for i in 0..parked_total {
             let consumer = Consumer::Http2(clients[i % clients.len()].clone(), server);
-            parked.spawn(keep_parked(consumer, url(i), epoch, woken_tx.clone()));
+            parked.spawn(keep_parked(consumer, url(i), epoch, reports(i)));
         }
     } else {
-        let mut connecting = stream::iter(0..args.pops)
+        let mut connecting = stream::iter(0..parked_total)
             .map(|i| {
                 let sources = &sources;
                 async move { connect(server, sources).await.map(|conn| (i, conn)) }
@@ -114,12 +136,12 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
                 Consumer::Http1(conn),
                 url(i),
                 epoch,
-                woken_tx.clone(),
+                reports(i),
             ));
         }
     }
-    drop(woken_tx);
-    wait_parked(server, &sources, &mut parked, args.pops).await?;
+    drop((woken_tx, single_tx));
+    wait_parked(server, &sources, &mut parked, parked_total).await?;
     tokio::time::sleep(args.settle).await;
     let rss_parked_kib = rss_kib(pid)?;
 
@@ -135,6 +157,26 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     let parked_reported = parked_now(&mut probe).await?;
     check_alive(&mut parked)?;
     let other_queue_parked = other_queue(&mut probe, args.probes).await?;
+
+    // One push at a time, each into the one pop parked on its queue.
+    let mut single = Vec::with_capacity(args.single_wakes);
+    for k in 0..args.single_wakes {
+        let sent_us = epoch.elapsed().as_micros() as u64;
+        let queue = single_queue(k);
+        let body =
+            format!(r#"{{"items":[{{"queue":"{queue}","payload":{{"sent_us":{sent_us}}}}}]}}"#);
+        let answer = probe.post_json("/api/v1/push", &body).await?;
+        anyhow::ensure!(
+            answer.status < 300,
+            "single-wake push answered {}",
+            answer.status
+        );
+        if let Ok(Some(us)) = tokio::time::timeout(SINGLE_WAKE_TIMEOUT, single_rx.recv()).await {
+            single.push(us);
+        }
+        tokio::time::sleep(SINGLE_WAKE_GAP).await;
+    }
+    check_alive(&mut parked)?;
 
     let mut wakes_expected = 0;
     for w in 0..args.wakes {
@@ -184,9 +226,12 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         rss_before_idle_kib,
         rss_idle_kib,
         bytes_per_idle_connection: bytes_per_item(rss_before_idle_kib, rss_idle_kib, idle_count),
-        bytes_per_parked_pop: bytes_per_item(rss_start_kib, rss_parked_kib, args.pops),
+        bytes_per_parked_pop: bytes_per_item(rss_start_kib, rss_parked_kib, parked_total),
         idle_cpu,
         parked_reported,
+        single_wakes: args.single_wakes,
+        single_wakes_seen: single.len(),
+        single_wake: Latency::from_micros(&mut single),
         wakes_seen: woken.len(),
         wake: Latency::from_micros(&mut woken),
         wakes_expected,

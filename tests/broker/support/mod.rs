@@ -8,6 +8,7 @@ pub mod citus;
 pub mod cut_proxy;
 pub mod drain;
 pub mod fixtures;
+pub mod h2c;
 pub mod load;
 pub mod old_writers;
 pub mod postgres;

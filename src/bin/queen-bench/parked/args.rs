@@ -37,6 +37,11 @@ pub struct ParkedArgs {
     /// Pushes into parked pops whose wake latency is measured (queues round robin).
     #[arg(long, default_value_t = 20)]
     pub wakes: usize,
+    /// Pushes that each wake one parked pop: that many more pops park, each alone on a
+    /// queue of its own, and each such queue gets one push, one after the other, while
+    /// every other pop stays parked.
+    #[arg(long, default_value_t = 100)]
+    pub single_wakes: usize,
     /// How long the parked pops are watched for idle CPU.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub idle_window: Duration,
@@ -78,6 +83,7 @@ mod tests {
         };
         assert_eq!((p.pops, p.groups, p.queues), (8000, 1000, 20));
         assert_eq!(p.idle_connections(), 8000);
+        assert_eq!(p.single_wakes, 100);
         let cli = Cli::try_parse_from([
             "queen-bench",
             "parked",

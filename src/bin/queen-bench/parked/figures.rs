@@ -7,7 +7,7 @@ use crate::stats::Latency;
 /// What one parked-pops run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct Figures {
-    /// Pops parked.
+    /// Pops parked over the groups (the single-wake pops come on top).
     pub pops: usize,
     /// Consumer groups they are spread over.
     pub groups: usize,
@@ -29,12 +29,19 @@ pub struct Figures {
     pub rss_idle_kib: u64,
     /// RSS growth per idle keep-alive connection, bytes.
     pub bytes_per_idle_connection: f64,
-    /// RSS growth per parked pop (its connection included), bytes.
+    /// RSS growth per parked pop (its connection included; the single-wake pops are
+    /// counted), bytes.
     pub bytes_per_parked_pop: f64,
     /// Broker CPU seconds per second while the pops waited.
     pub idle_cpu: f64,
     /// Pops the broker reported parked when the idle window ended.
     pub parked_reported: i64,
+    /// Single-wake pushes sent (each into the one pop parked on its queue).
+    pub single_wakes: usize,
+    /// Single-wake pops answered with their message within the tool's wait.
+    pub single_wakes_seen: usize,
+    /// From the start of a single-wake push to its pop's answer.
+    pub single_wake: Option<Latency>,
     /// From the start of a push to the answer of each pop it woke.
     pub wake: Option<Latency>,
     /// Pops the wake pushes were expected to answer, and those that answered.
@@ -127,7 +134,16 @@ pub fn render(f: &Figures) -> String {
             format!("{:.3} CPU-s/s ({} parked)", f.idle_cpu, f.parked_reported),
         ),
         (
-            "push -> woken pop".to_owned(),
+            "push -> its one parked pop".to_owned(),
+            format!(
+                "{} ({}/{} answered)",
+                latency_cell(&f.single_wake),
+                f.single_wakes_seen,
+                f.single_wakes
+            ),
+        ),
+        (
+            "push -> a queue's woken pops".to_owned(),
             format!(
                 "{} ({}/{} answered)",
                 latency_cell(&f.wake),
@@ -207,6 +223,9 @@ mod tests {
             bytes_per_parked_pop: 4194.3,
             idle_cpu: 0.05,
             parked_reported: 8000,
+            single_wakes: 2,
+            single_wakes_seen: 1,
+            single_wake: Latency::from_micros(&mut [4000]),
             wake: Latency::from_micros(&mut [1000, 2000, 3000]),
             wakes_expected: 3,
             wakes_seen: 3,
@@ -222,5 +241,6 @@ mod tests {
         assert!(table.contains("0.050 CPU-s/s (8000 parked)"));
         assert!(table.contains("p50 2.00 ms, p99 3.00 ms"));
         assert!(table.contains("(3/3 answered)"));
+        assert!(table.contains("p50 4.00 ms, p99 4.00 ms, max 4.00 ms (1 samples) (1/2 answered)"));
     }
 }

@@ -133,8 +133,20 @@ where
 
                     // multiplex request handling with spawn task
                     tokio::task::spawn_local(async move {
+                        let mut tx = tx;
+
+                        // PATCH (PATCHES.md, "h2: a reset stream drops its service future"):
+                        // resolve the service call unless the client resets the stream or
+                        // the connection goes away first; then the service future is
+                        // dropped unfinished, as HTTP/1.1 drops it when its connection
+                        // closes.
+                        let Some(out) = until_reset(fut, &mut tx).await else {
+                            tracing::trace!("stream reset before its response: service dropped");
+                            return;
+                        };
+
                         // resolve service call and send response.
-                        let res = match fut.await {
+                        let res = match out {
                             Ok(res) => handle_response(res.into(), tx, config, head_req).await,
                             Err(err) => {
                                 let res: Response<BoxBody> = err.into();
@@ -196,6 +208,25 @@ where
             }
         }
     }
+}
+
+/// PATCH (PATCHES.md, "h2: a reset stream drops its service future"): the service
+/// future's output, or `None` when the stream was reset by the client or closed with its
+/// connection before the future finished (the future is then dropped).
+async fn until_reset<F: Future>(fut: F, tx: &mut SendResponse<Bytes>) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        // `Ok(reason)`: RST_STREAM or GOAWAY; `Err`: the connection ended (its streams are
+        // closed with an I/O error when the connection is dropped).
+        match tx.poll_reset(cx) {
+            Poll::Ready(_) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 enum DispatchError {
