@@ -5,12 +5,20 @@
 -- oldest failure first, in the row type queen.dead_letters_list_v2 answers (total is the
 -- number of rows here). No rows when the partition is not the tenant's or nothing matches.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.dead_letter_find_v1(
     p_tenant         text,
     p_partition_id   bigint,
     p_transaction_id text
-) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
+) RETURNS SETOF queen.dead_letter_row LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     SELECT d.id, d.partition_id, q.name, p.name, d.consumer_group, d.message_offset,
            d.transaction_id, d.error_message, d.retry_count, d.failed_at, d.created_at,
            d.segment_base, d.codec, d.producer, d.blob, count(*) OVER ()
@@ -20,4 +28,5 @@ CREATE OR REPLACE FUNCTION queen.dead_letter_find_v1(
     WHERE q.tenant = p_tenant AND d.partition_id = p_partition_id
       AND d.transaction_id = p_transaction_id
     ORDER BY d.failed_at, d.id;
+END;
 $$;

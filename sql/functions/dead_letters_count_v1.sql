@@ -7,6 +7,11 @@
 -- there is none. The broker asks it only when a page of the list comes back empty, since
 -- then no row carries the list's `total`.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.dead_letters_count_v1(
     p_tenant    text,
@@ -15,10 +20,14 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_count_v1(
     p_partition text,
     p_from      timestamptz,
     p_to        timestamptz
-) RETURNS bigint LANGUAGE sql STABLE AS $$
+) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     -- The list's total over a one-row page: the filters live in one place.
     SELECT coalesce((SELECT l.total
                      FROM queen.dead_letters_list_v2(p_tenant, p_queue, p_group,
                                                      p_partition, p_from, p_to, 1, 0,
-                                                     9223372036854775807) l), 0);
+                                                     9223372036854775807) l), 0)
+    );
+END;
 $$;

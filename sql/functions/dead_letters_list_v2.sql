@@ -16,7 +16,13 @@
 -- PostgreSQL never opens the blob: the sizes come from octet_length, which reads the
 -- stored length, not the value. Only the answered rows' blobs are read.
 --
--- Read only: no locks. No notifications.
+-- PL/pgSQL: the tenant's matching partitions first (queues, a reference table on the
+-- Citus layout, then the partitions), then the page of dead letters of those partitions
+-- by partition id without their blobs, the count, and each answered row's segment copy by
+-- its key (single-shard statements there). Citus refused the former LANGUAGE sql body
+-- (parameters, a window over a join of distributed tables). Same rows on PostgreSQL.
+--
+-- Read only: no locks beyond each statement's snapshot. No notifications.
 CREATE OR REPLACE FUNCTION queen.dead_letters_list_v2(
     p_tenant    text,
     p_queue     text,
@@ -27,35 +33,67 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_list_v2(
     p_limit     integer,
     p_offset    integer,
     p_max_bytes bigint
-) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
-    WITH matching AS (
-        SELECT d.id, d.partition_id, q.name AS queue_name, p.name AS partition_name,
-               d.consumer_group, d.message_offset, d.transaction_id, d.error_message,
-               d.retry_count, d.failed_at, d.created_at, octet_length(d.blob) AS bytes,
-               count(*) OVER () AS total
-        FROM queen.dead_letters d
-        JOIN queen.log_partitions p ON p.id = d.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id
-        WHERE q.tenant = p_tenant
-          AND (p_queue IS NULL OR q.name = p_queue)
-          AND (p_group IS NULL OR d.consumer_group = p_group)
-          AND (p_partition IS NULL OR p.name = p_partition)
-          AND (p_from IS NULL OR d.failed_at >= p_from)
-          AND (p_to IS NULL OR d.failed_at <= p_to)
-        ORDER BY d.failed_at DESC, d.id DESC
+) RETURNS SETOF queen.dead_letter_row LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_qids    bigint[];
+    v_qnames  text[];
+    v_pids    bigint[];
+    v_qofp    bigint[];
+    v_pnames  text[];
+    v_total   bigint;
+    v_running bigint := 0;
+    v_first   boolean := true;
+    d         record;
+    r         queen.dead_letter_row;
+BEGIN
+    SELECT coalesce(array_agg(q.id), '{}'), coalesce(array_agg(q.name), '{}')
+    INTO v_qids, v_qnames
+    FROM queen.queues q
+    WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue);
+    SELECT coalesce(array_agg(p.id), '{}'), coalesce(array_agg(p.queue_id), '{}'),
+           coalesce(array_agg(p.name), '{}')
+    INTO v_pids, v_qofp, v_pnames
+    FROM queen.log_partitions p
+    WHERE p.queue_id = ANY (v_qids) AND (p_partition IS NULL OR p.name = p_partition);
+    SELECT count(*) INTO v_total
+    FROM queen.dead_letters x
+    WHERE x.partition_id = ANY (v_pids)
+      AND (p_group IS NULL OR x.consumer_group = p_group)
+      AND (p_from IS NULL OR x.failed_at >= p_from)
+      AND (p_to IS NULL OR x.failed_at <= p_to);
+    FOR d IN
+        SELECT x.id, x.partition_id, x.consumer_group, x.message_offset, x.transaction_id,
+               x.error_message, x.retry_count, x.failed_at, x.created_at,
+               octet_length(x.blob) AS bytes
+        FROM queen.dead_letters x
+        WHERE x.partition_id = ANY (v_pids)
+          AND (p_group IS NULL OR x.consumer_group = p_group)
+          AND (p_from IS NULL OR x.failed_at >= p_from)
+          AND (p_to IS NULL OR x.failed_at <= p_to)
+        ORDER BY x.failed_at DESC, x.id DESC
         LIMIT p_limit OFFSET p_offset
-    ), counted AS (
-        SELECT m.*,
-               row_number() OVER w AS k,
-               sum(m.bytes) OVER w AS running
-        FROM matching m
-        WINDOW w AS (ORDER BY m.failed_at DESC, m.id DESC
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-    )
-    SELECT c.id, c.partition_id, c.queue_name, c.partition_name, c.consumer_group,
-           c.message_offset, c.transaction_id, c.error_message, c.retry_count, c.failed_at,
-           c.created_at, d.segment_base, d.codec, d.producer, d.blob, c.total
-    FROM counted c JOIN queen.dead_letters d ON d.id = c.id
-    WHERE c.k = 1 OR c.running <= p_max_bytes
-    ORDER BY c.failed_at DESC, c.id DESC;
+    LOOP
+        v_running := v_running + coalesce(d.bytes, 0);
+        EXIT WHEN NOT v_first AND v_running > p_max_bytes;
+        v_first := false;
+        r.id := d.id;
+        r.partition_id := d.partition_id;
+        r.partition_name := v_pnames[array_position(v_pids, d.partition_id)];
+        r.queue_name := v_qnames[array_position(
+                            v_qids, v_qofp[array_position(v_pids, d.partition_id)])];
+        r.consumer_group := d.consumer_group;
+        r.message_offset := d.message_offset;
+        r.transaction_id := d.transaction_id;
+        r.error_message := d.error_message;
+        r.retry_count := d.retry_count;
+        r.failed_at := d.failed_at;
+        r.created_at := d.created_at;
+        SELECT x.segment_base, x.codec, x.producer, x.blob
+        INTO r.segment_base, r.codec, r.producer, r.blob
+        FROM queen.dead_letters x
+        WHERE x.partition_id = d.partition_id AND x.id = d.id;
+        r.total := v_total;
+        RETURN NEXT r;
+    END LOOP;
+END;
 $$;

@@ -25,6 +25,11 @@
 -- ttl applies only when it creates the key, bounds refuse rather than cap.
 -- Every write takes the next value of queen.kv_version, so versions rise strictly and
 -- never repeat. Expired rows (expires_at <= clock_timestamp()) are invisible to every op.
+-- A write's new version (queen.kv_version) and an incr's new expiry are computed into
+-- variables before its UPDATE: on the Citus layout (queen.kv distributed by tenant) Citus
+-- refuses a volatile function in an UPDATE of a distributed table, and a non-IMMUTABLE
+-- one inside its CASE. Same rows on PostgreSQL.
+--
 -- Locks: each write locks its row (SELECT ... FOR UPDATE); a create is INSERT ... ON
 -- CONFLICT DO NOTHING then a retry of the lock, so concurrent putIfAbsent/expect/incr
 -- serialise on the row. Reads see the batch's earlier writes. No notifications.
@@ -33,6 +38,8 @@ RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
 DECLARE
+    v_version bigint;
+    v_expires timestamptz;
     c_many_budget constant bigint := 4194304;
     v_results jsonb[] := ARRAY[]::jsonb[];
     v_fail    jsonb;
@@ -267,8 +274,9 @@ BEGIN
                 ELSIF v_reason IS NULL AND v_kind = 'check' THEN
                     v_applied := true;
                 ELSIF v_reason IS NULL THEN
+                    v_version := nextval('queen.kv_version');
                     UPDATE queen.kv k
-                       SET value = v_new, version = nextval('queen.kv_version'),
+                       SET value = v_new, version = v_version,
                            expires_at = v_now + make_interval(secs => v_ttl),
                            updated_at = v_now
                      WHERE k.tenant = p_tenant AND k.namespace = v_ns AND k.key = v_key
@@ -287,11 +295,13 @@ BEGIN
                         r_value := to_jsonb(v_base);
                     ELSE
                         -- A live counter keeps its expiry: the TTL is create-only.
+                        v_version := nextval('queen.kv_version');
+                        v_expires := v_now + make_interval(secs => v_ttl);
                         UPDATE queen.kv k
                            SET value = to_jsonb(v_sum),
-                               version = nextval('queen.kv_version'),
+                               version = v_version,
                                expires_at = CASE WHEN v_live THEN k.expires_at
-                                   ELSE v_now + make_interval(secs => v_ttl) END,
+                                   ELSE v_expires END,
                                updated_at = v_now
                          WHERE k.tenant = p_tenant AND k.namespace = v_ns
                            AND k.key = v_key

@@ -10,6 +10,13 @@
 -- id is a capability the client sends back, and another tenant's lease answers renewed 0
 -- and stays as it was. The tenant rule is explained in queen.lease_require_v2.
 --
+-- PL/pgSQL, one cursor at a time: the holders from queen.lease_holders_v1, then each
+-- holder's partition and queue (the queue a reference table on the Citus layout), then
+-- the cursor's update by its key with the new expiry computed first (single-shard
+-- statements there). Citus refused the former LANGUAGE sql body (parameters, an UPDATE
+-- of the distributed cursors joined with reference tables and now() in its SET). Same
+-- result on PostgreSQL; a renewal costs three statements per partition under the lease.
+--
 -- Locks: the renewed cursor rows, to the end of the caller's transaction. No
 -- notifications.
 CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
@@ -19,20 +26,43 @@ CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
 ) RETURNS TABLE (
     renewed    integer,
     expires_at timestamptz
-) LANGUAGE sql VOLATILE AS $$
-    WITH extended AS (
-        UPDATE queen.log_consumers c SET
-            lease_expires_at = greatest(
-                c.lease_expires_at,
-                now() + make_interval(secs => coalesce(p_seconds, q.lease_time, 60)))
-        FROM queen.lease_holders_v1(ARRAY[p_lease]) h, queen.log_partitions p
-        JOIN queen.queues q ON q.id = p.queue_id
+) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := now();
+    v_qid    bigint;
+    v_time   integer;
+    v_tenant text;
+    v_until  timestamptz;
+    v_new    timestamptz;
+    h        record;
+BEGIN
+    renewed := 0;
+    expires_at := NULL;
+    FOR h IN
+        SELECT DISTINCT l.partition_id, l.consumer_group
+        FROM queen.lease_holders_v1(ARRAY[p_lease]) l
+    LOOP
+        v_qid := NULL;
+        SELECT p.queue_id INTO v_qid
+        FROM queen.log_partitions p WHERE p.id = h.partition_id;
+        CONTINUE WHEN v_qid IS NULL;
+        SELECT q.tenant, q.lease_time INTO v_tenant, v_time
+        FROM queen.queues q WHERE q.id = v_qid;
+        CONTINUE WHEN NOT FOUND
+                      OR (p_tenant IS NOT NULL AND v_tenant IS DISTINCT FROM p_tenant);
+        v_until := v_now + make_interval(secs => coalesce(p_seconds, v_time, 60));
+        v_new := NULL;
+        UPDATE queen.log_consumers c
+        SET lease_expires_at = greatest(c.lease_expires_at, v_until)
         WHERE c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-          AND c.worker_id = p_lease
-          AND c.lease_expires_at >= now()
-          AND p.id = c.partition_id
-          AND (p_tenant IS NULL OR q.tenant = p_tenant)
-        RETURNING c.lease_expires_at
-    )
-    SELECT count(*)::integer, max(e.lease_expires_at) FROM extended e;
+          AND c.worker_id = p_lease AND c.lease_expires_at >= v_now
+        RETURNING c.lease_expires_at INTO v_new;
+        IF v_new IS NOT NULL THEN
+            renewed := renewed + 1;
+            expires_at := greatest(expires_at, v_new);
+        END IF;
+    END LOOP;
+    RETURN NEXT;
+END;
 $$;

@@ -12,7 +12,13 @@
 -- [{consumerGroup, committed, status, leaseActive}]. No row when the message is unknown,
 -- its segment is gone, or the partition is not the tenant's.
 --
--- Read only: no locks. No notifications.
+-- PL/pgSQL, one statement per table: the offset, the partition, the queue (a reference
+-- table on the Citus layout), the segment, the queue-mode cursor, the latest dead letter
+-- and the groups' cursors, each by partition id (single-shard statements there). Citus
+-- refused the former LANGUAGE sql body (parameters, a join of reference and distributed
+-- tables with correlated LIMITs). Same row on PostgreSQL.
+--
+-- Read only: no locks beyond each statement's snapshot. No notifications.
 CREATE OR REPLACE FUNCTION queen.message_get_v1(
     p_tenant         text,
     p_partition_id   bigint,
@@ -35,48 +41,77 @@ CREATE OR REPLACE FUNCTION queen.message_get_v1(
     retry_count      integer,
     queue_config     jsonb,
     consumer_groups  jsonb
-) LANGUAGE sql STABLE AS $$
-    SELECT q.name, p.name, q.namespace, q.task, q.priority, d.message_offset, s.created_at,
-           CASE WHEN d.message_offset <= coalesce(c.committed, -1) THEN 'completed'
-                WHEN c.worker_id IS NOT NULL AND c.lease_expires_at > now()
-                     AND d.message_offset <= c.batch_end THEN 'processing'
-                ELSE 'pending' END,
-           CASE WHEN c.worker_id IS NOT NULL AND c.lease_expires_at > now()
-                     AND d.message_offset > c.committed AND d.message_offset <= c.batch_end
-                THEN c.lease_expires_at END,
-           s.base_offset, s.codec, s.producer, s.blob,
-           dl.error_message, dl.retry_count,
-           to_jsonb(q) - 'id' - 'tenant' - 'name' - 'namespace' - 'task' - 'created_at'
-               - 'updated_at',
-           coalesce((SELECT jsonb_agg(jsonb_build_object(
-                         'consumerGroup', g.consumer_group,
-                         'committed', g.committed,
-                         'status', CASE WHEN d.message_offset <= g.committed THEN 'completed'
-                                        WHEN g.worker_id IS NOT NULL
-                                             AND g.lease_expires_at > now()
-                                             AND d.message_offset <= g.batch_end
-                                        THEN 'processing' ELSE 'pending' END,
-                         'leaseActive', g.worker_id IS NOT NULL AND g.lease_expires_at > now())
-                         ORDER BY g.consumer_group)
-                     FROM queen.log_consumers g WHERE g.partition_id = p.id), '[]'::jsonb)
-    -- The message's offset by its transaction id (segments' keys or hashes, else legacy
-    -- dedup rows): see queen.log_find_offset_v1.
-    FROM (SELECT p_partition_id AS partition_id, p_transaction_id AS transaction_id,
-                 queen.log_find_offset_v1(p_partition_id, p_transaction_id) AS message_offset) d
-    JOIN queen.log_partitions p ON p.id = d.partition_id
-    JOIN queen.queues q ON q.id = p.queue_id
-    JOIN LATERAL (
-        SELECT s.* FROM queen.log_segments s
-        WHERE s.partition_id = d.partition_id AND s.base_offset <= d.message_offset
-        ORDER BY s.base_offset DESC LIMIT 1
-    ) s ON s.end_offset >= d.message_offset
-    LEFT JOIN queen.log_consumers c
-      ON c.partition_id = p.id AND c.consumer_group = '__QUEUE_MODE__'
-    LEFT JOIN LATERAL (
-        SELECT x.error_message, x.retry_count FROM queen.dead_letters x
-        WHERE x.partition_id = d.partition_id AND x.transaction_id = d.transaction_id
-        ORDER BY x.failed_at DESC LIMIT 1
-    ) dl ON true
-    WHERE d.partition_id = p_partition_id AND d.transaction_id = p_transaction_id
-      AND q.tenant = p_tenant;
+) LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    v_now  timestamptz := now();
+    v_off  bigint;
+    v_qid  bigint;
+    v_part text;
+    v_q    queen.queues%ROWTYPE;
+    s      record;
+    c      record;
+    v_live boolean;
+BEGIN
+    v_off := queen.log_find_offset_v1(p_partition_id, p_transaction_id);
+    IF v_off IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT p.name, p.queue_id INTO v_part, v_qid
+    FROM queen.log_partitions p WHERE p.id = p_partition_id;
+    IF v_qid IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT * INTO v_q FROM queen.queues q WHERE q.id = v_qid AND q.tenant = p_tenant;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT x.created_at, x.base_offset, x.end_offset, x.codec, x.producer, x.blob INTO s
+    FROM queen.log_segments x
+    WHERE x.partition_id = p_partition_id AND x.base_offset <= v_off
+    ORDER BY x.base_offset DESC LIMIT 1;
+    IF s.base_offset IS NULL OR s.end_offset < v_off THEN
+        RETURN;
+    END IF;
+    SELECT lc.committed, lc.worker_id, lc.lease_expires_at, lc.batch_end INTO c
+    FROM queen.log_consumers lc
+    WHERE lc.partition_id = p_partition_id AND lc.consumer_group = '__QUEUE_MODE__';
+    v_live := c.worker_id IS NOT NULL AND c.lease_expires_at > v_now;
+    queue_name := v_q.name;
+    partition_name := v_part;
+    namespace := v_q.namespace;
+    task := v_q.task;
+    priority := v_q.priority;
+    message_offset := v_off;
+    created_at := s.created_at;
+    status := CASE WHEN v_off <= coalesce(c.committed, -1) THEN 'completed'
+                   WHEN v_live AND v_off <= c.batch_end THEN 'processing'
+                   ELSE 'pending' END;
+    lease_expires_at := CASE WHEN v_live AND v_off > c.committed AND v_off <= c.batch_end
+                             THEN c.lease_expires_at END;
+    segment_base := s.base_offset;
+    codec := s.codec;
+    producer := s.producer;
+    blob := s.blob;
+    error_message := NULL;
+    retry_count := NULL;
+    SELECT x.error_message, x.retry_count INTO error_message, retry_count
+    FROM queen.dead_letters x
+    WHERE x.partition_id = p_partition_id AND x.transaction_id = p_transaction_id
+    ORDER BY x.failed_at DESC LIMIT 1;
+    queue_config := to_jsonb(v_q) - 'id' - 'tenant' - 'name' - 'namespace' - 'task'
+                    - 'created_at' - 'updated_at';
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'consumerGroup', g.consumer_group,
+               'committed', g.committed,
+               'status', CASE WHEN v_off <= g.committed THEN 'completed'
+                              WHEN g.worker_id IS NOT NULL AND g.lease_expires_at > v_now
+                                   AND v_off <= g.batch_end
+                              THEN 'processing' ELSE 'pending' END,
+               'leaseActive', g.worker_id IS NOT NULL AND g.lease_expires_at > v_now)
+               ORDER BY g.consumer_group), '[]'::jsonb)
+    INTO consumer_groups
+    FROM queen.log_consumers g WHERE g.partition_id = p_partition_id;
+    RETURN NEXT;
+END;
 $$;

@@ -11,6 +11,11 @@
 -- This call finds the message's offset by its transaction id (queen.log_find_offset_v1)
 -- and returns it with its segment's base offset, codec and blob. No row when the message is
 -- unknown or the partition is not the tenant's.
+-- PL/pgSQL: the offset, the partition and the queue (a reference table on the Citus
+-- layout) first, then the segment locked by its key (a single-shard statement there).
+-- Citus refused the former LANGUAGE sql body (parameters, a join of reference and
+-- distributed tables with FOR UPDATE). Same row and lock on PostgreSQL.
+--
 -- Locks: the segment row FOR UPDATE until the caller's transaction ends, so two erasures
 -- of one segment queue. No notifications.
 CREATE OR REPLACE FUNCTION queen.message_segment_lock_v1(
@@ -18,20 +23,29 @@ CREATE OR REPLACE FUNCTION queen.message_segment_lock_v1(
     p_partition_id   bigint,
     p_transaction_id text
 ) RETURNS TABLE (message_offset bigint, base_offset bigint, codec smallint, blob bytea)
-LANGUAGE sql VOLATILE AS $$
-    SELECT d.message_offset, s.base_offset, s.codec, s.blob
-    -- The message's offset by its transaction id (segments' keys or hashes, else legacy
-    -- dedup rows): see queen.log_find_offset_v1.
-    FROM (SELECT p_partition_id AS partition_id, p_transaction_id AS transaction_id,
-                 queen.log_find_offset_v1(p_partition_id, p_transaction_id) AS message_offset) d
-    JOIN queen.log_partitions p ON p.id = d.partition_id
-    JOIN queen.queues q ON q.id = p.queue_id
-    JOIN queen.log_segments s
-      ON s.partition_id = d.partition_id
-     AND s.base_offset = (SELECT max(x.base_offset) FROM queen.log_segments x
-                          WHERE x.partition_id = d.partition_id
-                            AND x.base_offset <= d.message_offset)
-    WHERE d.partition_id = p_partition_id AND d.transaction_id = p_transaction_id
-      AND q.tenant = p_tenant AND s.end_offset >= d.message_offset
-    FOR UPDATE OF s;
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    v_off  bigint;
+    v_base bigint;
+    v_qid  bigint;
+BEGIN
+    v_off := queen.log_find_offset_v1(p_partition_id, p_transaction_id);
+    IF v_off IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT p.queue_id INTO v_qid FROM queen.log_partitions p WHERE p.id = p_partition_id;
+    PERFORM 1 FROM queen.queues q WHERE q.id = v_qid AND q.tenant = p_tenant;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT max(x.base_offset) INTO v_base FROM queen.log_segments x
+    WHERE x.partition_id = p_partition_id AND x.base_offset <= v_off;
+    RETURN QUERY
+    SELECT v_off, s.base_offset, s.codec, s.blob
+    FROM queen.log_segments s
+    WHERE s.partition_id = p_partition_id AND s.base_offset = v_base
+      AND s.end_offset >= v_off
+    FOR UPDATE;
+END;
 $$;

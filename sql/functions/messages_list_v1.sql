@@ -20,7 +20,14 @@
 -- matching message. The blob (with codec and producer) comes only on the first row of
 -- each segment, NULL on the others.
 --
--- Read only: no locks. No notifications.
+-- PL/pgSQL: the tenant's matching queues (a reference table on the Citus layout), their
+-- partitions, then per partition its cursors and its newest matching segments by
+-- partition id (single-shard statements there); the page is cut from those in memory, and
+-- each answered segment's blob read by its key. Citus refused the former LANGUAGE sql
+-- body (parameters, a join of reference and distributed tables with a correlated
+-- subquery). Same rows on PostgreSQL; a listing costs three lookups per partition.
+--
+-- Read only: no locks beyond each statement's snapshot. No notifications.
 CREATE OR REPLACE FUNCTION queen.messages_list_v1(
     p_tenant    text,
     p_queue     text,
@@ -48,68 +55,136 @@ CREATE OR REPLACE FUNCTION queen.messages_list_v1(
     codec            smallint,
     producer         text,
     blob             bytea
-) LANGUAGE sql STABLE AS $$
-    WITH parts AS (
-        SELECT p.id, p.name, q.name AS qname, q.namespace, q.task, q.priority,
-               coalesce(c.committed, -1) AS committed,
-               CASE WHEN c.worker_id IS NOT NULL AND c.lease_expires_at > now()
-                    THEN c.batch_end END AS lease_end,
-               CASE WHEN c.worker_id IS NOT NULL AND c.lease_expires_at > now()
-                    THEN c.lease_expires_at END AS lease_expires_at,
-               (SELECT min(b.committed) FROM queen.log_consumers b
-                WHERE b.partition_id = p.id AND b.consumer_group <> '__QUEUE_MODE__') AS bus_min
-        FROM queen.queues q
-        JOIN queen.log_partitions p ON p.queue_id = q.id
-        LEFT JOIN queen.log_consumers c
-          ON c.partition_id = p.id AND c.consumer_group = '__QUEUE_MODE__'
-        WHERE q.tenant = p_tenant
-          AND (p_queue IS NULL OR q.name = p_queue)
-          AND (p_partition IS NULL OR p.name = p_partition)
-          AND (p_namespace IS NULL OR q.namespace = p_namespace)
-          AND (p_task IS NULL OR q.task = p_task)
-    ), segs AS (
-        SELECT s.partition_id, s.base_offset, s.end_offset, s.created_at, pa.name, pa.qname,
-               pa.namespace, pa.task, pa.priority, pa.committed, pa.lease_end,
-               pa.lease_expires_at, pa.bus_min
-        FROM parts pa
-        JOIN queen.log_segments s ON s.partition_id = pa.id
-        WHERE (p_from IS NULL OR s.created_at >= p_from)
-          AND (p_to IS NULL OR s.created_at <= p_to)
-          AND (p_status IS NULL
-               OR (p_status = 'completed' AND s.base_offset <= pa.committed)
-               OR (p_status = 'processing' AND pa.lease_end IS NOT NULL
-                   AND s.end_offset > pa.committed AND s.base_offset <= pa.lease_end)
-               OR (p_status = 'pending'
-                   AND s.end_offset > coalesce(pa.lease_end, pa.committed)))
-        ORDER BY s.created_at DESC, s.partition_id, s.base_offset DESC
-        LIMIT p_limit + p_offset
-    ), msgs AS (
-        SELECT sg.*, o.off,
-               CASE WHEN o.off <= sg.committed THEN 'completed'
-                    WHEN sg.lease_end IS NOT NULL AND o.off <= sg.lease_end THEN 'processing'
-                    ELSE 'pending' END AS st
-        FROM segs sg
-        CROSS JOIN LATERAL generate_series(sg.end_offset, sg.base_offset, -1) AS o (off)
-    ), page AS (
-        SELECT m.* FROM msgs m
-        WHERE p_status IS NULL OR m.st = p_status
-        ORDER BY m.created_at DESC, m.partition_id, m.off DESC
+) LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := now();
+    v_cap    integer := p_limit + p_offset;
+    -- Per matching partition (index k).
+    v_pids   bigint[] := '{}';
+    v_pnames text[] := '{}';
+    v_qnames text[] := '{}';
+    v_ns     text[] := '{}';
+    v_tasks  text[] := '{}';
+    v_prios  integer[] := '{}';
+    v_comm   bigint[] := '{}';
+    v_lend   bigint[] := '{}';
+    v_lexp   timestamptz[] := '{}';
+    v_bus    bigint[] := '{}';
+    -- Per candidate segment.
+    v_sk     integer[] := '{}';
+    v_spid   bigint[] := '{}';
+    v_sbase  bigint[] := '{}';
+    v_send   bigint[] := '{}';
+    v_sat    timestamptz[] := '{}';
+    v_seen   text[] := '{}';
+    v_k      integer := 0;
+    v_comm1  bigint;
+    v_lend1  bigint;
+    v_bus1   bigint;
+    v_live   boolean;
+    q        record;
+    p        record;
+    c        record;
+    sg       record;
+    m        record;
+BEGIN
+    FOR q IN
+        SELECT qq.id, qq.name, qq.namespace, qq.task, qq.priority FROM queen.queues qq
+        WHERE qq.tenant = p_tenant
+          AND (p_queue IS NULL OR qq.name = p_queue)
+          AND (p_namespace IS NULL OR qq.namespace = p_namespace)
+          AND (p_task IS NULL OR qq.task = p_task)
+    LOOP
+        FOR p IN
+            SELECT lp.id, lp.name FROM queen.log_partitions lp
+            WHERE lp.queue_id = q.id AND (p_partition IS NULL OR lp.name = p_partition)
+        LOOP
+            SELECT lc.committed, lc.worker_id, lc.lease_expires_at, lc.batch_end INTO c
+            FROM queen.log_consumers lc
+            WHERE lc.partition_id = p.id AND lc.consumer_group = '__QUEUE_MODE__';
+            v_live := c.worker_id IS NOT NULL AND c.lease_expires_at > v_now;
+            v_comm1 := coalesce(c.committed, -1);
+            v_lend1 := CASE WHEN v_live THEN c.batch_end END;
+            v_k := v_k + 1;
+            v_pids := v_pids || p.id;
+            v_pnames := v_pnames || p.name;
+            v_qnames := v_qnames || q.name;
+            v_ns := v_ns || q.namespace;
+            v_tasks := v_tasks || q.task;
+            v_prios := v_prios || q.priority;
+            v_comm := v_comm || v_comm1;
+            v_lend := v_lend || v_lend1;
+            v_lexp := v_lexp || CASE WHEN v_live THEN c.lease_expires_at END;
+            SELECT min(b.committed) INTO v_bus1 FROM queen.log_consumers b
+            WHERE b.partition_id = p.id AND b.consumer_group <> '__QUEUE_MODE__';
+            v_bus := v_bus || v_bus1;
+            FOR sg IN
+                SELECT s.base_offset, s.end_offset, s.created_at FROM queen.log_segments s
+                WHERE s.partition_id = p.id
+                  AND (p_from IS NULL OR s.created_at >= p_from)
+                  AND (p_to IS NULL OR s.created_at <= p_to)
+                  AND (p_status IS NULL
+                       OR (p_status = 'completed' AND s.base_offset <= v_comm1)
+                       OR (p_status = 'processing' AND v_lend1 IS NOT NULL
+                           AND s.end_offset > v_comm1 AND s.base_offset <= v_lend1)
+                       OR (p_status = 'pending'
+                           AND s.end_offset > coalesce(v_lend1, v_comm1)))
+                ORDER BY s.created_at DESC, s.base_offset DESC
+                LIMIT v_cap
+            LOOP
+                v_sk := v_sk || v_k;
+                v_spid := v_spid || p.id;
+                v_sbase := v_sbase || sg.base_offset;
+                v_send := v_send || sg.end_offset;
+                v_sat := v_sat || sg.created_at;
+            END LOOP;
+        END LOOP;
+    END LOOP;
+
+    FOR m IN
+        WITH segs AS (
+            SELECT x.* FROM unnest(v_sk, v_spid, v_sbase, v_send, v_sat)
+                AS x (k, pid, base_offset, end_offset, created_at)
+            ORDER BY x.created_at DESC, x.pid, x.base_offset DESC
+            LIMIT v_cap
+        ), msgs AS (
+            SELECT sg.*, o.off,
+                   CASE WHEN o.off <= v_comm[sg.k] THEN 'completed'
+                        WHEN v_lend[sg.k] IS NOT NULL AND o.off <= v_lend[sg.k]
+                        THEN 'processing'
+                        ELSE 'pending' END AS st
+            FROM segs sg
+            CROSS JOIN LATERAL generate_series(sg.end_offset, sg.base_offset, -1) AS o (off)
+        )
+        SELECT mm.* FROM msgs mm
+        WHERE p_status IS NULL OR mm.st = p_status
+        ORDER BY mm.created_at DESC, mm.pid, mm.off DESC
         LIMIT p_limit OFFSET p_offset
-    ), numbered AS (
-        SELECT pg.*, row_number() OVER (PARTITION BY pg.partition_id, pg.base_offset) AS rn
-        FROM page pg
-    )
-    SELECT n.partition_id, n.qname, n.name, n.namespace, n.task, n.priority, n.off,
-           n.created_at, n.st,
-           CASE WHEN n.bus_min IS NULL THEN NULL
-                WHEN n.off <= n.bus_min THEN 'completed' ELSE 'pending' END,
-           CASE WHEN n.st = 'processing' THEN n.lease_expires_at END,
-           n.base_offset,
-           CASE WHEN n.rn = 1 THEN s.codec END,
-           CASE WHEN n.rn = 1 THEN s.producer END,
-           CASE WHEN n.rn = 1 THEN s.blob END
-    FROM numbered n
-    JOIN queen.log_segments s
-      ON s.partition_id = n.partition_id AND s.base_offset = n.base_offset
-    ORDER BY n.created_at DESC, n.partition_id, n.off DESC;
+    LOOP
+        partition_id := m.pid;
+        queue_name := v_qnames[m.k];
+        partition_name := v_pnames[m.k];
+        namespace := v_ns[m.k];
+        task := v_tasks[m.k];
+        priority := v_prios[m.k];
+        message_offset := m.off;
+        created_at := m.created_at;
+        status := m.st;
+        bus_status := CASE WHEN v_bus[m.k] IS NULL THEN NULL
+                           WHEN m.off <= v_bus[m.k] THEN 'completed' ELSE 'pending' END;
+        lease_expires_at := CASE WHEN m.st = 'processing' THEN v_lexp[m.k] END;
+        segment_base := m.base_offset;
+        codec := NULL;
+        producer := NULL;
+        blob := NULL;
+        IF NOT (m.pid || ':' || m.base_offset) = ANY (v_seen) THEN
+            v_seen := v_seen || (m.pid || ':' || m.base_offset);
+            SELECT s.codec, s.producer, s.blob INTO codec, producer, blob
+            FROM queen.log_segments s
+            WHERE s.partition_id = m.pid AND s.base_offset = m.base_offset;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END;
 $$;

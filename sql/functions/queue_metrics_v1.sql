@@ -13,7 +13,14 @@
 --                window. A backward index walk over the window's segments only; partitions
 --                not written in the window are skipped by last_write_at.
 --
--- Read only: no locks. No notifications.
+-- PL/pgSQL, one statement per partition: the queues (a reference table on the Citus
+-- layout), their partitions, then per partition its queue-mode cursor and the two segment
+-- lookups by partition id (single-shard statements there). Citus refused the former
+-- LANGUAGE sql body (parameters, a join of reference and distributed tables with
+-- correlated LIMITs). Same rows on PostgreSQL; a scrape costs up to three lookups per
+-- partition instead of one statement.
+--
+-- Read only: no locks beyond each statement's snapshot. No notifications.
 CREATE OR REPLACE FUNCTION queen.queue_metrics_v1(p_tenant text, p_window_seconds integer)
 RETURNS TABLE (
     tenant      text,
@@ -21,33 +28,57 @@ RETURNS TABLE (
     depth       bigint,
     lag_seconds double precision,
     throughput  bigint
-) LANGUAGE sql STABLE AS $$
-    SELECT q.tenant, q.name,
-           coalesce(sum(greatest(p.last_offset - coalesce(c.committed, -1), 0)), 0)::bigint,
-           coalesce(max(CASE WHEN o.created_at IS NULL THEN 0
-                             ELSE greatest(extract(epoch FROM now() - o.created_at), 0)
-                        END), 0)::double precision,
-           coalesce(sum(w.appended), 0)::bigint
-    FROM queen.queues q
-    LEFT JOIN queen.log_partitions p ON p.queue_id = q.id
-    LEFT JOIN queen.log_consumers c
-      ON c.partition_id = p.id AND c.consumer_group = '__QUEUE_MODE__'
-    LEFT JOIN LATERAL (
-        SELECT s.created_at FROM queen.log_segments s
-        WHERE s.partition_id = p.id
-          AND p.last_offset > coalesce(c.committed, -1)
-          AND s.base_offset <= coalesce(c.committed, -1) + 1
-        ORDER BY s.base_offset DESC LIMIT 1
-    ) o ON true
-    LEFT JOIN LATERAL (
-        SELECT p.last_offset - coalesce((
-                   SELECT s.end_offset FROM queen.log_segments s
-                   WHERE s.partition_id = p.id
-                     AND s.created_at <= now() - make_interval(secs => p_window_seconds)
-                   ORDER BY s.base_offset DESC LIMIT 1), -1) AS appended
-        WHERE p.last_write_at >= date_trunc('second',
-                                            now() - make_interval(secs => p_window_seconds))
-    ) w ON true
-    WHERE p_tenant IS NULL OR q.tenant = p_tenant
-    GROUP BY q.tenant, q.name;
+) LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    v_now       timestamptz := now();
+    v_window    timestamptz := now() - make_interval(secs => p_window_seconds);
+    q           record;
+    p           record;
+    v_committed bigint;
+    v_oldest    timestamptz;
+    v_before    bigint;
+BEGIN
+    FOR q IN
+        SELECT qq.id, qq.tenant, qq.name FROM queen.queues qq
+        WHERE p_tenant IS NULL OR qq.tenant = p_tenant
+    LOOP
+        tenant := q.tenant;
+        queue_name := q.name;
+        depth := 0;
+        lag_seconds := 0;
+        throughput := 0;
+        FOR p IN
+            SELECT lp.id, lp.last_offset, lp.last_write_at FROM queen.log_partitions lp
+            WHERE lp.queue_id = q.id
+        LOOP
+            v_committed := NULL;
+            SELECT lc.committed INTO v_committed
+            FROM queen.log_consumers lc
+            WHERE lc.partition_id = p.id AND lc.consumer_group = '__QUEUE_MODE__';
+            v_committed := coalesce(v_committed, -1);
+            depth := depth + greatest(p.last_offset - v_committed, 0);
+            IF p.last_offset > v_committed THEN
+                v_oldest := NULL;
+                SELECT s.created_at INTO v_oldest
+                FROM queen.log_segments s
+                WHERE s.partition_id = p.id AND s.base_offset <= v_committed + 1
+                ORDER BY s.base_offset DESC LIMIT 1;
+                IF v_oldest IS NOT NULL THEN
+                    lag_seconds := greatest(
+                        lag_seconds, extract(epoch FROM v_now - v_oldest)::double precision);
+                END IF;
+            END IF;
+            IF p.last_write_at >= date_trunc('second', v_window) THEN
+                v_before := NULL;
+                SELECT s.end_offset INTO v_before
+                FROM queen.log_segments s
+                WHERE s.partition_id = p.id AND s.created_at <= v_window
+                ORDER BY s.base_offset DESC LIMIT 1;
+                throughput := throughput + p.last_offset - coalesce(v_before, -1);
+            END IF;
+        END LOOP;
+        RETURN NEXT;
+    END LOOP;
+END;
 $$;

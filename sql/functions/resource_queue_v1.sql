@@ -6,9 +6,16 @@
 -- config is the queue row without its identity columns. `failed` repeats deadLetter: this
 -- broker has no other failure state. Counts as defined in queen.partition_stats_v1.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resource_queue_v1(p_tenant text, p_queue text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object(
         'id', q.id::text, 'name', q.name, 'namespace', q.namespace, 'task', q.task,
         'createdAt', q.created_at,
@@ -33,5 +40,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
                 'deadLetter', coalesce(sum(s.dead_letter), 0))
             FROM queen.partition_stats_v1(p_tenant, p_queue) s))
     FROM queen.queues q
-    WHERE q.tenant = p_tenant AND q.name = p_queue;
+    WHERE q.tenant = p_tenant AND q.name = p_queue
+    );
+END;
 $$;

@@ -5,9 +5,16 @@
 -- queues without one are left out. Counts as defined in queen.partition_stats_v1. The one
 -- body of queen.resources_namespaces_v1 and queen.resources_tasks_v1.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resources_grouped_v1(p_tenant text, p_by text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object(p_by || 's', coalesce(jsonb_agg(jsonb_build_object(
                p_by, x.name, 'queues', x.queues, 'partitions', x.partitions,
                'messages', jsonb_build_object('total', x.total, 'pending', x.pending))
@@ -21,5 +28,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
         LEFT JOIN queen.partition_stats_v1(p_tenant, NULL) s ON s.queue_id = q.id
         WHERE q.tenant = p_tenant AND g.name IS NOT NULL
         GROUP BY g.name
-    ) x;
+    ) x
+    );
+END;
 $$;

@@ -9,10 +9,17 @@
 --
 -- One index range of the primary key from the larger of p_prefix and p_after. Read only:
 -- no locks. No notifications.
+--
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
 CREATE OR REPLACE FUNCTION queen.resources_kv_keys_v1(p_tenant text, p_namespace text,
                                                       p_prefix text, p_after text,
                                                       p_limit integer)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     WITH page AS (
         SELECT k.key, k.value, k.version, k.expires_at, k.updated_at
           FROM queen.kv k
@@ -37,5 +44,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
         'truncated', count(*) > p_limit,
         'nextAfter', CASE WHEN count(*) > p_limit
                           THEN max(n.key) FILTER (WHERE n.n <= p_limit) END)
-      FROM numbered n;
+      FROM numbered n
+    );
+END;
 $$;

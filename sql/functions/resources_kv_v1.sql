@@ -9,8 +9,15 @@
 --
 -- One scan of the tenant's rows (the primary key's tenant prefix). Read only: no locks.
 -- No notifications.
+--
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
 CREATE OR REPLACE FUNCTION queen.resources_kv_v1(p_tenant text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object('namespaces', COALESCE(jsonb_agg(jsonb_build_object(
                'namespace', n.namespace, 'keys', n.keys, 'expiring', n.expiring,
                'bytes', n.bytes,
@@ -24,5 +31,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
               FROM queen.kv k
              WHERE k.tenant = p_tenant
                AND (k.expires_at IS NULL OR k.expires_at > clock_timestamp())
-             GROUP BY k.namespace) n;
+             GROUP BY k.namespace) n
+    );
+END;
 $$;

@@ -5,9 +5,16 @@
 -- pending, processing, completed, deadLetter}}. Message counts are sums of
 -- queen.partition_stats_v1 over every partition of the tenant.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resources_overview_v1(p_tenant text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object(
         'queues', (SELECT count(*) FROM queen.queues q WHERE q.tenant = p_tenant),
         'partitions', count(s.partition_id),
@@ -24,5 +31,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
             'processing', coalesce(sum(s.processing), 0),
             'completed', coalesce(sum(s.completed), 0),
             'deadLetter', coalesce(sum(s.dead_letter), 0)))
-    FROM queen.partition_stats_v1(p_tenant, NULL) s;
+    FROM queen.partition_stats_v1(p_tenant, NULL) s
+    );
+END;
 $$;

@@ -6,10 +6,17 @@
 -- substring of the name, case-insensitive. Counts as defined in queen.partition_stats_v1,
 -- computed for the page's queues only.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resources_queues_v1(
     p_tenant text, p_search text, p_limit integer, p_offset integer)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     WITH matching AS (
         SELECT q.* FROM queen.queues q
         WHERE q.tenant = p_tenant
@@ -34,5 +41,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
                 'processing', coalesce(st.processing, 0)))
             ORDER BY p.name), '[]'::jsonb),
         'total', (SELECT count(*) FROM matching))
-    FROM page p LEFT JOIN stats st ON st.queue_id = p.id;
+    FROM page p LEFT JOIN stats st ON st.queue_id = p.id
+    );
+END;
 $$;

@@ -6,8 +6,17 @@
 --
 -- queen.resources_grouped_v1 computes it.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resources_tasks_v1(p_tenant text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
-    SELECT queen.resources_grouped_v1(p_tenant, 'task');
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
+    SELECT queen.resources_grouped_v1(p_tenant, 'task')
+    );
+END;
 $$;

@@ -8,11 +8,18 @@
 -- p_queue, p_namespace and p_task (each ignored when NULL). Where the numbers come from:
 -- see queen.status_queue_rows_v1.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.status_analytics_v1(
     p_tenant text, p_interval text, p_from timestamptz, p_to timestamptz, p_queue text,
     p_namespace text, p_task text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     WITH qs AS (
         SELECT q.id FROM queen.queues q
         WHERE q.tenant = p_tenant
@@ -40,5 +47,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
                 'deadLettered', coalesce(de.n, 0)) ORDER BY b.bucket)
             FROM (SELECT bucket FROM pushed UNION SELECT bucket FROM dead) b
             LEFT JOIN pushed pu ON pu.bucket = b.bucket
-            LEFT JOIN dead de ON de.bucket = b.bucket), '[]'::jsonb));
+            LEFT JOIN dead de ON de.bucket = b.bucket), '[]'::jsonb))
+    );
+END;
 $$;

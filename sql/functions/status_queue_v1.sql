@@ -7,10 +7,17 @@
 -- deadLetter}}], by name. Figures from queen.status_queue_rows_v1 and
 -- queen.partition_stats_v1.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.status_queue_v1(
     p_tenant text, p_queue text, p_from timestamptz, p_to timestamptz)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object(
         'name', r.name, 'namespace', r.namespace, 'task', r.task,
         'window', jsonb_build_object('from', p_from, 'to', p_to),
@@ -28,5 +35,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
                                                'deadLetter', s.dead_letter))
                 ORDER BY s.partition_name)
             FROM queen.partition_stats_v1(p_tenant, p_queue) s), '[]'::jsonb))
-    FROM queen.status_queue_rows_v1(p_tenant, p_from, p_to, p_queue, NULL, NULL) r;
+    FROM queen.status_queue_rows_v1(p_tenant, p_from, p_to, p_queue, NULL, NULL) r
+    );
+END;
 $$;

@@ -6,11 +6,18 @@
 -- name, paged by p_limit/p_offset, total counting every match. Figures and window as in
 -- queen.status_queue_rows_v1; lagSeconds rounded to milliseconds.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.status_queues_v1(
     p_tenant text, p_from timestamptz, p_to timestamptz, p_namespace text, p_task text,
     p_limit integer, p_offset integer)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     WITH rows AS (
         SELECT * FROM queen.status_queue_rows_v1(p_tenant, p_from, p_to, NULL, p_namespace,
                                                  p_task)
@@ -28,5 +35,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
             'pushed', r.pushed, 'deadLettered', r.dead_lettered,
             'lagSeconds', round(r.lag_seconds::numeric, 3)) ORDER BY r.name), '[]'::jsonb),
         'total', (SELECT count(*) FROM rows))
-    FROM page r;
+    FROM page r
+    );
+END;
 $$;

@@ -7,11 +7,18 @@
 -- pushedPerSecond divides pushed by the window's length (at least one second). Sums of
 -- queen.status_queue_rows_v1.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.status_v1(
     p_tenant text, p_from timestamptz, p_to timestamptz, p_queue text, p_namespace text,
     p_task text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object(
         'window', jsonb_build_object('from', p_from, 'to', p_to),
         'queues', count(*),
@@ -25,5 +32,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
         'pushedPerSecond', round(coalesce(sum(r.pushed), 0)
                                  / greatest(extract(epoch FROM p_to - p_from), 1), 3),
         'deadLettered', coalesce(sum(r.dead_lettered), 0))
-    FROM queen.status_queue_rows_v1(p_tenant, p_from, p_to, p_queue, p_namespace, p_task) r;
+    FROM queen.status_queue_rows_v1(p_tenant, p_from, p_to, p_queue, p_namespace, p_task) r
+    );
+END;
 $$;

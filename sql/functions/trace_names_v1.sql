@@ -5,10 +5,17 @@
 -- p_limit/p_offset. message_count counts distinct (partition, transaction id) pairs.
 -- p_search (NULL: all) matches a substring of the name, case-insensitive.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.trace_names_v1(
     p_tenant text, p_search text, p_limit integer, p_offset integer)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     WITH names AS (
         SELECT n.name, count(*) AS traces,
                count(DISTINCT (t.partition_id, t.transaction_id)) AS messages,
@@ -26,5 +33,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
             FROM (SELECT * FROM names ORDER BY last_seen DESC, name
                   LIMIT p_limit OFFSET p_offset) x), '[]'::jsonb),
         'total', (SELECT count(*) FROM names),
-        'pagination', jsonb_build_object('limit', p_limit, 'offset', p_offset));
+        'pagination', jsonb_build_object('limit', p_limit, 'offset', p_offset))
+    );
+END;
 $$;

@@ -4,10 +4,17 @@
 -- event_type, data, consumer_group, worker_id, created_at, trace_names}]}; an empty array
 -- when there are none.
 --
+-- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
+-- or reference table ("parameterized queries for SQL functions referencing distributed
+-- tables are not supported"); the same statement as before, so the same answer on
+-- PostgreSQL, where it is no longer inlined.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.traces_for_message_v1(
     p_tenant text, p_partition_id bigint, p_transaction_id text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
     SELECT jsonb_build_object('traces', coalesce(jsonb_agg(jsonb_build_object(
         'id', t.id::text, 'event_type', t.event_type, 'data', t.data,
         'consumer_group', t.consumer_group, 'worker_id', t.worker_id,
@@ -18,5 +25,7 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
         ORDER BY t.created_at, t.id), '[]'::jsonb))
     FROM queen.message_traces t
     WHERE t.tenant = p_tenant AND t.partition_id = p_partition_id
-      AND t.transaction_id = p_transaction_id;
+      AND t.transaction_id = p_transaction_id
+    );
+END;
 $$;

@@ -65,6 +65,23 @@ pub enum DbError {
     CitusMissing,
 }
 
+/// A table's or constraint's name as the schema declares it: on the Citus layout an error
+/// raised on a shard names the shard's copy, the declared name plus `_<shard id>`
+/// (`log_partition_names_queue_id_fkey_102040`); a name without such a suffix is returned
+/// as it is, so plain PostgreSQL's names pass unchanged.
+fn unsharded(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((declared, shard))
+            if !declared.is_empty()
+                && !shard.is_empty()
+                && shard.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            declared
+        }
+        _ => name,
+    }
+}
+
 impl DbError {
     /// Wraps a statement error, recognising the statement timeout by its SQLSTATE.
     pub fn query(op: &'static str, source: tokio_postgres::Error) -> Self {
@@ -101,19 +118,26 @@ impl DbError {
     /// directory row) in it, or the partition gone between `log_push_v3`'s insert of it
     /// and its read back (the segment then has no partition id). Tried again, the write
     /// creates queue and partition afresh.
+    ///
+    /// On the Citus layout the names are the shards' (see [`unsharded`]), and a foreign
+    /// key violation a worker raised arrives without its constraint's name (Citus passes
+    /// on the SQLSTATE and the texts only); PostgreSQL always names it, so a nameless one
+    /// is a shard's, and on the push path only a queue or partition deleted under the
+    /// write can break a key.
     pub fn lost_to_a_queue_delete(&self) -> bool {
         let gone = match self {
             DbError::Query { source, .. } => source.as_db_error().is_some_and(|e| {
                 let code = e.code();
                 (*code == SqlState::FOREIGN_KEY_VIOLATION
                     && matches!(
-                        e.constraint(),
+                        e.constraint().map(unsharded),
                         Some("log_partitions_queue_id_fkey")
                             | Some("log_partition_names_queue_id_fkey")
                             | Some("log_partitions_id_fkey")
+                            | None
                     ))
                     || (*code == SqlState::NOT_NULL_VIOLATION
-                        && e.table() == Some("log_segments")
+                        && e.table().map(unsharded) == Some("log_segments")
                         && e.column() == Some("partition_id"))
             }),
             _ => false,

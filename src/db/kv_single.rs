@@ -73,7 +73,9 @@ struct Put<'a> {
     version: i64,
 }
 
-/// Answers a one-op batch this path serves (`None`: the batch goes to `kv_apply_v1`).
+/// Answers a one-op batch this path serves (`None`: the batch goes to `kv_apply_v1`). On the
+/// Citus layout the put is left to `kv_apply_v1`: Citus refuses the sequence call in the
+/// statement's `DO UPDATE SET` on the distributed `queen.kv`.
 #[instrument(skip_all, fields(db.system = "postgresql", db.operation = "kv_single"))]
 pub async fn apply(
     conn: &mut PgConn,
@@ -93,7 +95,7 @@ pub async fn apply(
             value,
             ttl,
             expect: None,
-        } if !op.required => {
+        } if !op.required && !conn.distributed() => {
             let ttl = ttl.map(|s| s as f64);
             let value: &Value = value;
             match run(conn, "kv_put", PUT, &[&tenant, &ns, &key, value, &ttl]).await {

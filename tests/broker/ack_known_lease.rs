@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::support::fixtures::{consumer_row, counter, numbers, partition_id};
-use crate::support::{payloads, TestBroker};
+use crate::support::{citus, payloads, TestBroker};
 
 /// The ack counters, read now: (known lease, whole lease, itemized).
 async fn paths(b: &TestBroker) -> (i64, i64, i64) {
@@ -15,6 +15,17 @@ async fn paths(b: &TestBroker) -> (i64, i64, i64) {
         counter(b, "/acks/wholeLease").await,
         counter(b, "/acks/itemized").await,
     )
+}
+
+/// The counters `before` plus `known` acks settled from the lease book, `whole` settled in
+/// one statement (those from the book among them) and `itemized` by `log_ack_v2`. On the
+/// Citus layout, which leaves both one-statement acks out, every ack is itemized.
+fn expected(before: (i64, i64, i64), known: i64, whole: i64, itemized: i64) -> (i64, i64, i64) {
+    if citus::layout() {
+        (before.0, before.1, before.2 + whole + itemized)
+    } else {
+        (before.0 + known, before.1 + whole, before.2 + itemized)
+    }
 }
 
 /// A first pop of a group goes through the procedure that registers it; after one pop and
@@ -53,7 +64,7 @@ async fn a_complete_ack_through_the_serving_node_is_settled_from_its_lease_book(
         assert_eq!(a["success"], true, "{a}");
         assert_eq!(a["leaseReleased"], true, "{a}");
     }
-    assert_eq!(paths(&b).await, (before.0 + 1, before.1 + 1, before.2));
+    assert_eq!(paths(&b).await, expected(before, 1, 1, 0));
     assert_eq!(consumer_row(&b, pid, "__QUEUE_MODE__").await, (5, None));
     b.push("kl-same", "P", &numbers(5..6)).await;
     let next = b.pop_messages("/api/v1/pop/queue/kl-same?batch=10").await;
@@ -82,7 +93,7 @@ async fn a_partial_ack_through_the_serving_node_is_itemized_and_keeps_the_lease(
     assert!(first.iter().all(|a| a["success"] == true), "{first:?}");
     assert_eq!(cursor_after_first, (3, lease));
     assert!(rest.iter().all(|a| a["leaseReleased"] == true), "{rest:?}");
-    assert_eq!(paths(&b).await, (before.0, before.1 + 1, before.2 + 1));
+    assert_eq!(paths(&b).await, expected(before, 0, 1, 1));
     assert_eq!(consumer_row(&b, pid, "__QUEUE_MODE__").await, (4, None));
 }
 
@@ -110,7 +121,7 @@ async fn a_complete_ack_through_another_node_is_proven_in_sql() {
             .all(|x| x["success"] == true && x["leaseReleased"] == true),
         "{answers:?}"
     );
-    assert_eq!(paths(&b).await, (before_b.0, before_b.1 + 1, before_b.2));
+    assert_eq!(paths(&b).await, expected(before_b, 0, 1, 0));
     assert_eq!(paths(&a).await, before_a);
     assert_eq!(consumer_row(&b, pid, "__QUEUE_MODE__").await, (3, None));
 }

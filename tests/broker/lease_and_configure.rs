@@ -50,6 +50,13 @@ async fn extending_a_lease_with_no_body_renews_every_partition_under_it() {
 /// name alone: it extends the lease, and a bundle requiring it commits there.
 #[actix_rt::test]
 async fn a_one_partition_lease_is_extended_and_required_through_another_node() {
+    if crate::support::citus::layout() {
+        eprintln!(
+            "skipped on the Citus layout: the one-partition claim that names its partition \
+             in the lease is plain PostgreSQL's fast path, left out there"
+        );
+        return;
+    }
     // Arrange
     let [a, b] = two_nodes().await;
     a.push("named", "A", &[json!("a"), json!("b")]).await;

@@ -30,15 +30,16 @@ fn with_ttl(key: &str, ttl: i64) -> serde_json::Value {
 #[actix_rt::test]
 async fn an_expired_key_is_invisible_before_any_sweep() {
     let b = TestBroker::start_with(crate::retention::FAST_SWEEP).await;
-    // Another node holds the sweeper lease for an hour: this one never sweeps.
+    // Another node holds the sweeper lease for an hour: this one never sweeps. The time is
+    // bound, not computed in the upsert, which Citus refuses on its reference table.
+    let until = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
     b.sql()
         .await
         .execute(
             "INSERT INTO queen.sweeper_lease (id, holder, expires_at) \
-             VALUES (1, 'elsewhere', now() + interval '1 hour') \
-             ON CONFLICT (id) DO UPDATE SET holder = 'elsewhere', \
-             expires_at = now() + interval '1 hour'",
-            &[],
+             VALUES (1, 'elsewhere', $1) \
+             ON CONFLICT (id) DO UPDATE SET holder = 'elsewhere', expires_at = $1",
+            &[&until],
         )
         .await
         .expect("hand the lease to another node");

@@ -47,6 +47,13 @@ pub fn script() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Whether this test process runs on the Citus layout, where the broker leaves out plain
+/// PostgreSQL's one-statement fast paths (docs/scale-out.md, "What runs"): a test that
+/// counts which path served a request expects the general path there.
+pub fn layout() -> bool {
+    script().is_some()
+}
+
 /// A new database on the test cluster (started on first call), laid out for Citus by the
 /// broker that first starts on it.
 pub async fn fresh_database(script: PathBuf) -> tokio_postgres::Config {
