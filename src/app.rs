@@ -288,6 +288,11 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
     // future, so a parked pop leaves without claiming and lent candidates go back to the
     // ring (the default, half-closed connections allowed, would run it to its deadline).
     .h1_allow_half_closed(false)
+    // Replies go out as soon as they are written. An HTTP/2 reply is a HEADERS and a DATA
+    // frame in two writes; with Nagle's algorithm on, the second waits for the client's
+    // delayed ACK of the first (about 40 ms on Linux), which was the whole wake latency of
+    // a push into a parked HTTP/2 pop (README, "Parked long-polls").
+    .tcp_nodelay(true)
     .client_request_timeout(HTTP_REQUEST_HEAD_TIMEOUT)
     .workers(config.http.workers)
     .max_connections(config.http.max_connections_per_worker)
