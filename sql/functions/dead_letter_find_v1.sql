@@ -10,14 +10,19 @@ CREATE OR REPLACE FUNCTION queen.dead_letter_find_v1(
     p_tenant         text,
     p_partition_id   bigint,
     p_transaction_id text
-) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
-    SELECT d.id, d.partition_id, q.name, p.name, d.consumer_group, d.message_offset,
-           d.transaction_id, d.error_message, d.retry_count, d.failed_at, d.created_at,
-           d.segment_base, d.codec, d.producer, d.blob, count(*) OVER ()
-    FROM queen.dead_letters d
-    JOIN queen.log_partitions p ON p.id = d.partition_id
-    JOIN queen.queues q ON q.id = p.queue_id
-    WHERE q.tenant = p_tenant AND d.partition_id = p_partition_id
-      AND d.transaction_id = p_transaction_id
-    ORDER BY d.failed_at, d.id;
+) RETURNS SETOF queen.dead_letter_row LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- PL/pgSQL: on the Citus layout a parameterized LANGUAGE sql body reading
+    -- distributed tables is refused.
+    RETURN QUERY
+        SELECT d.id, d.partition_id, q.name, p.name, d.consumer_group, d.message_offset,
+               d.transaction_id, d.error_message, d.retry_count, d.failed_at, d.created_at,
+               d.segment_base, d.codec, d.producer, d.blob, count(*) OVER ()
+        FROM queen.dead_letters d
+        JOIN queen.log_partitions p ON p.id = d.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id
+        WHERE q.tenant = p_tenant AND d.partition_id = p_partition_id
+          AND d.transaction_id = p_transaction_id
+        ORDER BY d.failed_at, d.id;
+END;
 $$;

@@ -15,10 +15,14 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_count_v1(
     p_partition text,
     p_from      timestamptz,
     p_to        timestamptz
-) RETURNS bigint LANGUAGE sql STABLE AS $$
+) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- PL/pgSQL: on the Citus layout a parameterized LANGUAGE sql body reading
+    -- distributed tables is refused.
     -- The list's total over a one-row page: the filters live in one place.
-    SELECT coalesce((SELECT l.total
+    RETURN coalesce((SELECT l.total
                      FROM queen.dead_letters_list_v2(p_tenant, p_queue, p_group,
                                                      p_partition, p_from, p_to, 1, 0,
                                                      9223372036854775807) l), 0);
+END;
 $$;

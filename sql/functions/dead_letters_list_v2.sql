@@ -27,35 +27,40 @@ CREATE OR REPLACE FUNCTION queen.dead_letters_list_v2(
     p_limit     integer,
     p_offset    integer,
     p_max_bytes bigint
-) RETURNS SETOF queen.dead_letter_row LANGUAGE sql STABLE AS $$
-    WITH matching AS (
-        SELECT d.id, d.partition_id, q.name AS queue_name, p.name AS partition_name,
-               d.consumer_group, d.message_offset, d.transaction_id, d.error_message,
-               d.retry_count, d.failed_at, d.created_at, octet_length(d.blob) AS bytes,
-               count(*) OVER () AS total
-        FROM queen.dead_letters d
-        JOIN queen.log_partitions p ON p.id = d.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id
-        WHERE q.tenant = p_tenant
-          AND (p_queue IS NULL OR q.name = p_queue)
-          AND (p_group IS NULL OR d.consumer_group = p_group)
-          AND (p_partition IS NULL OR p.name = p_partition)
-          AND (p_from IS NULL OR d.failed_at >= p_from)
-          AND (p_to IS NULL OR d.failed_at <= p_to)
-        ORDER BY d.failed_at DESC, d.id DESC
-        LIMIT p_limit OFFSET p_offset
-    ), counted AS (
-        SELECT m.*,
-               row_number() OVER w AS k,
-               sum(m.bytes) OVER w AS running
-        FROM matching m
-        WINDOW w AS (ORDER BY m.failed_at DESC, m.id DESC
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-    )
-    SELECT c.id, c.partition_id, c.queue_name, c.partition_name, c.consumer_group,
-           c.message_offset, c.transaction_id, c.error_message, c.retry_count, c.failed_at,
-           c.created_at, d.segment_base, d.codec, d.producer, d.blob, c.total
-    FROM counted c JOIN queen.dead_letters d ON d.id = c.id
-    WHERE c.k = 1 OR c.running <= p_max_bytes
-    ORDER BY c.failed_at DESC, c.id DESC;
+) RETURNS SETOF queen.dead_letter_row LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- PL/pgSQL: on the Citus layout a parameterized LANGUAGE sql body reading
+    -- distributed tables is refused.
+    RETURN QUERY
+        WITH matching AS (
+            SELECT d.id, d.partition_id, q.name AS queue_name, p.name AS partition_name,
+                   d.consumer_group, d.message_offset, d.transaction_id, d.error_message,
+                   d.retry_count, d.failed_at, d.created_at, octet_length(d.blob) AS bytes,
+                   count(*) OVER () AS total
+            FROM queen.dead_letters d
+            JOIN queen.log_partitions p ON p.id = d.partition_id
+            JOIN queen.queues q ON q.id = p.queue_id
+            WHERE q.tenant = p_tenant
+              AND (p_queue IS NULL OR q.name = p_queue)
+              AND (p_group IS NULL OR d.consumer_group = p_group)
+              AND (p_partition IS NULL OR p.name = p_partition)
+              AND (p_from IS NULL OR d.failed_at >= p_from)
+              AND (p_to IS NULL OR d.failed_at <= p_to)
+            ORDER BY d.failed_at DESC, d.id DESC
+            LIMIT p_limit OFFSET p_offset
+        ), counted AS (
+            SELECT m.*,
+                   row_number() OVER w AS k,
+                   sum(m.bytes) OVER w AS running
+            FROM matching m
+            WINDOW w AS (ORDER BY m.failed_at DESC, m.id DESC
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+        )
+        SELECT c.id, c.partition_id, c.queue_name, c.partition_name, c.consumer_group,
+               c.message_offset, c.transaction_id, c.error_message, c.retry_count,
+               c.failed_at, c.created_at, d.segment_base, d.codec, d.producer, d.blob, c.total
+        FROM counted c JOIN queen.dead_letters d ON d.id = c.id
+        WHERE c.k = 1 OR c.running <= p_max_bytes
+        ORDER BY c.failed_at DESC, c.id DESC;
+END;
 $$;
