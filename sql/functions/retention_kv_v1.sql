@@ -9,21 +9,38 @@
 --
 -- Locks: the deleted rows (SKIP LOCKED: a row a batch of kv ops holds waits for the next
 -- sweep). No notifications.
+--
+-- Shape: the expired keys are picked first (no lock), then each one is locked and deleted
+-- by its key, one statement each, the time read into a variable before. On the Citus
+-- layout queen.kv is distributed by tenant, and Citus refuses a FOR UPDATE over several
+-- shards and a VOLATILE function in a DELETE; a statement naming the tenant runs on its
+-- shard. On PostgreSQL a batch costs two statements per expired row (off the hot path).
 CREATE OR REPLACE FUNCTION queen.retention_kv_v1(p_budget integer)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    v_removed bigint;
+    v_now     timestamptz := clock_timestamp();
+    v_removed bigint := 0;
+    v_n       bigint;
+    r         record;
 BEGIN
-    DELETE FROM queen.kv k
-     USING (SELECT x.tenant, x.namespace, x.key FROM queen.kv x
-             WHERE x.expires_at IS NOT NULL AND x.expires_at <= clock_timestamp()
-             ORDER BY x.expires_at
-             LIMIT p_budget
-             FOR UPDATE SKIP LOCKED) d
-     WHERE k.tenant = d.tenant AND k.namespace = d.namespace AND k.key = d.key
-       AND k.expires_at <= clock_timestamp();
-    GET DIAGNOSTICS v_removed = ROW_COUNT;
+    FOR r IN
+        SELECT x.tenant, x.namespace, x.key FROM queen.kv x
+         WHERE x.expires_at IS NOT NULL AND x.expires_at <= v_now
+         ORDER BY x.expires_at
+         LIMIT p_budget
+    LOOP
+        PERFORM 1 FROM queen.kv k
+         WHERE k.tenant = r.tenant AND k.namespace = r.namespace AND k.key = r.key
+           AND k.expires_at <= v_now
+           FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        DELETE FROM queen.kv k
+         WHERE k.tenant = r.tenant AND k.namespace = r.namespace AND k.key = r.key
+           AND k.expires_at <= v_now;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_removed := v_removed + v_n;
+    END LOOP;
     RETURN v_removed;
 END;
 $$;
