@@ -252,22 +252,25 @@ async fn dead_letters_traces_and_legacy_dedup_rows_expire() {
         sql_count(&b, "SELECT count(*) FROM queen.dead_letters").await,
         2
     );
+    // One statement at a time, each its own transaction: on the Citus layout the traces
+    // (a coordinator table with a foreign key to a reference table) cannot be written
+    // after a parallel multi-shard update in the same transaction.
     let sql = b.sql().await;
-    sql.batch_execute(
+    for statement in [
         "UPDATE queen.dead_letters
              SET failed_at = (failed_at AT TIME ZONE 'UTC' - interval '2 minutes')
                  AT TIME ZONE 'UTC'
-             WHERE message_offset = 0;
-         UPDATE queen.message_traces
+             WHERE message_offset = 0",
+        "UPDATE queen.message_traces
              SET created_at = (created_at AT TIME ZONE 'UTC' - interval '2 minutes')
                  AT TIME ZONE 'UTC'
-             WHERE id = (SELECT min(id) FROM queen.message_traces);
-         INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
+             WHERE id = (SELECT min(id) FROM queen.message_traces)",
+        "INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
              SELECT p.id, 'legacy', 0, gen_random_uuid() FROM queen.log_partitions p
-             JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rt-rows';",
-    )
-    .await
-    .unwrap();
+             JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rt-rows'",
+    ] {
+        sql.batch_execute(statement).await.unwrap();
+    }
     age_segments(&b, "rt-rows", "Default", i64::MAX, PAST_RETENTION).await;
 
     // Act
