@@ -38,6 +38,8 @@ DECLARE
     v_c     record;
     v_limit integer;
     v_file  boolean;
+    v_o     bigint;
+    v_s     record;
 BEGIN
     SELECT c.committed, c.worker_id, c.batch_end, c.attempt_count, c.attempt_offset
     INTO v_c
@@ -61,19 +63,24 @@ BEGIN
     WHERE p.id = p_pid;
 
     IF p_damaged AND v_c.attempt_offset = p_from AND v_c.attempt_count > v_limit THEN
-        INSERT INTO queen.dead_letters
-            (partition_id, consumer_group, message_offset, transaction_id, error_message,
-             retry_count, segment_base, codec, producer, created_at, blob)
-        SELECT p_pid, p_group, o, 'unreadable:' || o, p_error, v_c.attempt_count,
-               s.base_offset, s.codec, s.producer, s.created_at, s.blob
-        FROM generate_series(p_from, p_to) AS o
-        CROSS JOIN LATERAL (
-            SELECT x.base_offset, x.codec, x.producer, x.created_at, x.blob
+        -- One offset at a time, its segment found first and copied by value: Citus does
+        -- not push down a LATERAL subquery with LIMIT over a table function's column, so
+        -- one INSERT .. SELECT over generate_series was refused on the layout.
+        FOR v_o IN p_from .. p_to LOOP
+            EXIT WHEN NOT v_file;
+            SELECT x.base_offset, x.codec, x.producer, x.created_at, x.blob INTO v_s
             FROM queen.log_segments x
-            WHERE x.partition_id = p_pid AND x.base_offset <= o
+            WHERE x.partition_id = p_pid AND x.base_offset <= v_o
             ORDER BY x.base_offset DESC
-            LIMIT 1) s
-        WHERE v_file;
+            LIMIT 1;
+            CONTINUE WHEN NOT FOUND;
+            INSERT INTO queen.dead_letters
+                (partition_id, consumer_group, message_offset, transaction_id,
+                 error_message, retry_count, segment_base, codec, producer, created_at,
+                 blob)
+            VALUES (p_pid, p_group, v_o, 'unreadable:' || v_o, p_error, v_c.attempt_count,
+                    v_s.base_offset, v_s.codec, v_s.producer, v_s.created_at, v_s.blob);
+        END LOOP;
         UPDATE queen.log_consumers c SET
             committed = greatest(c.committed, p_to),
             worker_id = NULL, lease_expires_at = NULL, lease_acquired_at = NULL,

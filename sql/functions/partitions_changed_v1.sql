@@ -29,22 +29,49 @@ CREATE OR REPLACE FUNCTION queen.partitions_changed_v1(
     last_offset    bigint,
     log_start      bigint,
     last_write_at  timestamptz
-) LANGUAGE sql STABLE AS $$
-    SELECT p.id, p.name, p.last_offset,
-           coalesce((SELECT s.base_offset FROM queen.log_segments s
-                     WHERE s.partition_id = p.id ORDER BY s.base_offset LIMIT 1),
-                    p.last_offset + 1),
-           p.last_write_at
-    FROM queen.queues q
-    LEFT JOIN LATERAL (
+) LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+DECLARE
+    v_qid bigint;
+    v_any boolean := false;
+    r     record;
+BEGIN
+    -- PL/pgSQL, the queue first, then the page of partitions, then each one's first
+    -- segment by partition id: on the Citus layout a parameterized LANGUAGE sql body over
+    -- distributed tables is refused, and so is the LATERAL page with its correlated
+    -- subquery over the segments.
+    SELECT q.id INTO v_qid FROM queen.queues q
+    WHERE q.tenant = p_tenant AND q.name = p_queue;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    FOR r IN
         SELECT lp.id, lp.name, lp.last_offset, lp.last_write_at
         FROM queen.log_partitions lp
-        WHERE lp.queue_id = q.id
+        WHERE lp.queue_id = v_qid
           AND (p_after IS NULL OR lp.name > p_after)
           AND (p_since IS NULL OR lp.last_write_at >= p_since)
         ORDER BY lp.name
         LIMIT p_limit + 1
-    ) p ON true
-    WHERE q.tenant = p_tenant AND q.name = p_queue
-    ORDER BY p.name;
+    LOOP
+        v_any := true;
+        partition_id := r.id;
+        partition_name := r.name;
+        last_offset := r.last_offset;
+        last_write_at := r.last_write_at;
+        log_start := NULL;
+        SELECT s.base_offset INTO log_start FROM queen.log_segments s
+        WHERE s.partition_id = r.id ORDER BY s.base_offset LIMIT 1;
+        log_start := coalesce(log_start, r.last_offset + 1);
+        RETURN NEXT;
+    END LOOP;
+    IF NOT v_any THEN
+        partition_id := NULL;
+        partition_name := NULL;
+        last_offset := NULL;
+        log_start := NULL;
+        last_write_at := NULL;
+        RETURN NEXT;
+    END IF;
+END;
 $$;

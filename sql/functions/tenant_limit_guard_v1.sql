@@ -1,7 +1,9 @@
 -- queen.tenant_limit_guard_v1() RETURNS trigger, called FOR EACH ROW by the triggers
 --   queues_limit (BEFORE INSERT ON queen.queues), partitions_limit (BEFORE INSERT ON
---   queen.log_partitions) and groups_limit (BEFORE INSERT ON queen.log_consumers), each
---   naming its session setting as the trigger's argument
+--   queen.log_partition_names, the partitions' directory) and groups_limit (BEFORE INSERT
+--   ON queen.log_consumers), each naming its session setting as the trigger's argument,
+--   which also tells the function which table NEW belongs to (on Citus the trigger fires
+--   on a shard or placement, whose table name carries a shard id)
 --
 -- Enforces the tenant limits (queen.tenant_limit_v1 explains them) when a row that may be
 -- new is inserted; the setting unset, the row passes:
@@ -16,6 +18,15 @@
 --                     mode (__QUEUE_MODE__) never counts and always passes, and so does a
 --                     group with a cursor on the same queue already (checked before any
 --                     lock: a new partition's cursor is nothing new).
+-- partitions_limit sits on the directory (one row per partition, written once where the
+-- partition is created, by queen.log_partition_ensure_v1 and the first-push statement),
+-- not on queen.log_partitions: on the Citus layout the directory is a reference table,
+-- written through the coordinator, whose copy fires the trigger in the writing session
+-- (the one that has the limit settings) and holds every partition of the queue to count;
+-- a shard of queen.log_partitions fires on its worker, which has neither.
+-- Not yet on the Citus layout: groups_limit fires on the worker of the cursor's shard,
+-- where the session settings are not set, so the consumer-group limit is not enforced
+-- there (docs/scale-out.md).
 -- A row that is not new passes uncounted: a queue or partition that exists (an INSERT ...
 -- ON CONFLICT DO NOTHING of a known name), a group that reads another queue of the tenant.
 --
@@ -40,10 +51,10 @@ BEGIN
     IF v_max IS NULL THEN
         RETURN NEW;
     END IF;
-    CASE TG_TABLE_NAME
-    WHEN 'queues' THEN
+    CASE TG_ARGV[0]
+    WHEN 'queen.max_queues' THEN
         v_lock := 'queues/' || NEW.tenant;
-    WHEN 'log_partitions' THEN
+    WHEN 'queen.max_partitions' THEN
         IF NEW.name = 'Default' THEN
             RETURN NEW;
         END IF;
@@ -66,18 +77,18 @@ BEGIN
         v_lock := 'groups/' || v_tenant;
     END CASE;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.limit.' || v_lock, 0));
-    CASE TG_TABLE_NAME
-    WHEN 'queues' THEN
+    CASE TG_ARGV[0]
+    WHEN 'queen.max_queues' THEN
         v_new := NOT EXISTS (SELECT 1 FROM queen.queues q
                              WHERE q.tenant = NEW.tenant AND q.name = NEW.name);
         v_count := CASE WHEN v_new THEN
             (SELECT count(*) FROM queen.queues q WHERE q.tenant = NEW.tenant) END;
-    WHEN 'log_partitions' THEN
-        v_new := NOT EXISTS (SELECT 1 FROM queen.log_partitions p
-                             WHERE p.queue_id = NEW.queue_id AND p.name = NEW.name);
+    WHEN 'queen.max_partitions' THEN
+        v_new := NOT EXISTS (SELECT 1 FROM queen.log_partition_names n
+                             WHERE n.queue_id = NEW.queue_id AND n.name = NEW.name);
         v_count := CASE WHEN v_new THEN
-            (SELECT count(*) FROM queen.log_partitions p
-             WHERE p.queue_id = NEW.queue_id AND p.name <> 'Default') END;
+            (SELECT count(*) FROM queen.log_partition_names n
+             WHERE n.queue_id = NEW.queue_id AND n.name <> 'Default') END;
     ELSE
         v_new := NOT EXISTS (SELECT 1 FROM queen.queues q
                              JOIN queen.log_partitions p ON p.queue_id = q.id
@@ -93,9 +104,9 @@ BEGIN
              WHERE q.tenant = v_tenant AND c.consumer_group <> '__QUEUE_MODE__') END;
     END CASE;
     IF v_new THEN
-        PERFORM queen.tenant_limit_check_v1(v_max, v_count, CASE TG_TABLE_NAME
-            WHEN 'queues' THEN 'queues (QUEEN_TENANT_MAX_QUEUES)'
-            WHEN 'log_partitions'
+        PERFORM queen.tenant_limit_check_v1(v_max, v_count, CASE TG_ARGV[0]
+            WHEN 'queen.max_queues' THEN 'queues (QUEEN_TENANT_MAX_QUEUES)'
+            WHEN 'queen.max_partitions'
             THEN 'partitions per queue (QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE)'
             ELSE 'consumer groups (QUEEN_TENANT_MAX_CONSUMER_GROUPS)' END);
     END IF;
@@ -105,7 +116,9 @@ $$;
 
 CREATE OR REPLACE TRIGGER queues_limit BEFORE INSERT ON queen.queues
     FOR EACH ROW EXECUTE FUNCTION queen.tenant_limit_guard_v1('queen.max_queues');
-CREATE OR REPLACE TRIGGER partitions_limit BEFORE INSERT ON queen.log_partitions
+-- Moved to the directory (see above); a database of an earlier release has it here.
+DROP TRIGGER IF EXISTS partitions_limit ON queen.log_partitions;
+CREATE OR REPLACE TRIGGER partitions_limit BEFORE INSERT ON queen.log_partition_names
     FOR EACH ROW EXECUTE FUNCTION queen.tenant_limit_guard_v1('queen.max_partitions');
 CREATE OR REPLACE TRIGGER groups_limit BEFORE INSERT ON queen.log_consumers
     FOR EACH ROW EXECUTE FUNCTION queen.tenant_limit_guard_v1('queen.max_groups');

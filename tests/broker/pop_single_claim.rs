@@ -11,6 +11,17 @@ use serde_json::json;
 use crate::support::fixtures::{configure, consumer_row, counter, numbers, offsets, partition_id};
 use crate::support::{payloads, TestBroker};
 
+/// True, with the reason printed, in the harness's Citus mode: the layout leaves the
+/// single-statement claim out (docs/scale-out.md, "What runs"), so a test that checks
+/// that the claim took it has nothing to check there.
+fn single_claim_left_out() -> bool {
+    let citus = crate::support::citus::script().is_some();
+    if citus {
+        eprintln!("the Citus layout leaves the single-statement claim out: skipped");
+    }
+    citus
+}
+
 /// Both claim counters, read now: (single claims tried, list calls).
 async fn claims(b: &TestBroker) -> (i64, i64) {
     (
@@ -40,6 +51,9 @@ async fn first_contact(b: &TestBroker, queue: &str, query: &str) -> i64 {
 /// comes with the next pop, each message once and in order.
 #[actix_rt::test]
 async fn one_statement_claims_across_segments_and_stops_at_the_budget() {
+    if single_claim_left_out() {
+        return;
+    }
     // Arrange: two segments (3 and 4 messages) after the first contact's one.
     let b = TestBroker::start().await;
     let pid = first_contact(&b, "sc-budget", "").await;
@@ -68,6 +82,9 @@ async fn one_statement_claims_across_segments_and_stops_at_the_budget() {
 /// second delivery attempt (as `log_pop_v2` counts it).
 #[actix_rt::test]
 async fn an_expired_lease_is_redelivered_by_one_statement_as_the_next_attempt() {
+    if single_claim_left_out() {
+        return;
+    }
     // Arrange
     let b = TestBroker::start().await;
     let pid = first_contact(&b, "sc-attempt", "").await;
@@ -163,6 +180,9 @@ async fn a_queue_with_a_ttl_is_left_to_the_list() {
 /// its end.
 #[actix_rt::test]
 async fn after_a_retention_gap_one_statement_starts_at_the_first_remaining_message() {
+    if single_claim_left_out() {
+        return;
+    }
     // Arrange: two segments (offsets 1-3 and 4-6), the first one deleted under the cursor.
     let b = TestBroker::start().await;
     let pid = first_contact(&b, "sc-gap", "").await;
@@ -195,6 +215,9 @@ async fn after_a_retention_gap_one_statement_starts_at_the_first_remaining_messa
 /// lease, and the next pop gets the rest.
 #[actix_rt::test]
 async fn an_auto_ack_pop_through_one_statement_moves_the_cursor() {
+    if single_claim_left_out() {
+        return;
+    }
     // Arrange
     let b = TestBroker::start().await;
     let pid = first_contact(&b, "sc-auto", "").await;

@@ -161,11 +161,21 @@ async fn lock_partition<'a>(
     partition: &str,
 ) -> tokio_postgres::Transaction<'a> {
     let tx = sql.transaction().await.unwrap();
+    // The id first, then the lock by id: on the Citus layout a `FOR UPDATE` must name the
+    // distribution column (`log_partitions.id`) with an equality.
+    let id: i64 = tx
+        .query_one(
+            "SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+              WHERE q.name = $1 AND p.name = $2",
+            &[&queue, &partition],
+        )
+        .await
+        .unwrap()
+        .get(0);
     let locked = tx
         .execute(
-            "SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-              WHERE q.name = $1 AND p.name = $2 FOR UPDATE OF p",
-            &[&queue, &partition],
+            "SELECT 1 FROM queen.log_partitions p WHERE p.id = $1 FOR UPDATE",
+            &[&id],
         )
         .await
         .unwrap();
@@ -174,11 +184,19 @@ async fn lock_partition<'a>(
 }
 
 /// Backends of this test's database waiting for a lock (other tests run beside it on
-/// the same server, each in its own database).
+/// the same server, each in its own database). On the Citus layout the push waits on the
+/// partition's worker, which `citus_stat_activity` shows beside the coordinator.
 async fn lock_waiters(sql: &tokio_postgres::Client) -> i64 {
+    let view = if crate::support::citus::script().is_some() {
+        "citus_stat_activity"
+    } else {
+        "pg_stat_activity"
+    };
     sql.query_one(
-        "SELECT count(*) FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        &format!(
+            "SELECT count(*) FROM {view} \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ),
         &[],
     )
     .await

@@ -12,6 +12,18 @@ use serde_json::{json, Value};
 use crate::support::fixtures::{counter, sql_count};
 use crate::support::{postgres, two_nodes, TestBroker};
 
+/// False, with the reason printed, in the harness's Citus mode: the layout leaves the
+/// single-statement append (and its one-round-trip commit) out (docs/scale-out.md, "What
+/// runs"), so what a test checks of that path alone has nothing to check there; the
+/// rest of the test (dense offsets, dedup, every message once) still runs.
+fn single_append_on() -> bool {
+    let citus = crate::support::citus::script().is_some();
+    if citus {
+        eprintln!("the Citus layout leaves the single-statement append out: not checked");
+    }
+    !citus
+}
+
 /// Both append counters, read now: (one statement, log_push_v3).
 async fn appends(b: &TestBroker) -> (i64, i64) {
     (
@@ -95,6 +107,9 @@ async fn delivered_once(b: &TestBroker, queue: &str, skip: &str) -> usize {
 /// statement each, at the offsets that follow.
 #[actix_rt::test]
 async fn after_the_first_push_a_partition_is_appended_by_one_statement() {
+    if !single_append_on() {
+        return;
+    }
     // Arrange
     let b = TestBroker::start().await;
     let before = appends(&b).await;
@@ -125,6 +140,9 @@ async fn after_the_first_push_a_partition_is_appended_by_one_statement() {
 /// take the transaction, and everything answers and pops back as before.
 #[actix_rt::test]
 async fn a_push_the_windows_cover_commits_in_one_round_trip_and_others_take_the_transaction() {
+    if !single_append_on() {
+        return;
+    }
     // Arrange
     let b = TestBroker::start().await;
     let item = |partition: &str, id: &str| json!({"queue": "sa-alone", "partition": partition, "transactionId": id, "payload": id});
@@ -210,9 +228,11 @@ async fn two_nodes_pushing_into_the_same_partitions_keep_offsets_dense_and_dedup
     assert_eq!(by_partition.values().sum::<usize>(), 400);
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(again[0]["status"], "duplicate", "{again}");
-    let (single_a, _) = appends(&a).await;
-    let (single_b, _) = appends(&b).await;
-    assert!(single_a > 0 && single_b > 0, "{single_a} / {single_b}");
+    if single_append_on() {
+        let (single_a, _) = appends(&a).await;
+        let (single_b, _) = appends(&b).await;
+        assert!(single_a > 0 && single_b > 0, "{single_a} / {single_b}");
+    }
     assert_eq!(delivered_once(&a, "sa-two", "").await, 400);
 }
 
@@ -317,9 +337,11 @@ async fn concurrent_pushes_over_several_shared_partitions_store_each_id_once() {
         list.sort_unstable();
         assert_eq!(*list, (0..list.len() as i64).collect::<Vec<_>>());
     }
-    let alone = counter(&a, "/push/oneRoundTripCommits").await
-        + counter(&b, "/push/oneRoundTripCommits").await;
-    assert!(alone > 0, "some commits went in one round trip");
+    if single_append_on() {
+        let alone = counter(&a, "/push/oneRoundTripCommits").await
+            + counter(&b, "/push/oneRoundTripCommits").await;
+        assert!(alone > 0, "some commits went in one round trip");
+    }
     let mut delivered = drain(&b, "sa-many").await;
     delivered.sort();
     assert_eq!(delivered, sorted);
@@ -381,6 +403,9 @@ async fn a_segment_of_a_hundred_small_messages_stays_in_its_row() {
 /// push takes the offset the refused one would have had.
 #[actix_rt::test]
 async fn a_push_whose_commit_fails_after_its_statement_ran_is_not_answered_as_stored() {
+    if !single_append_on() {
+        return;
+    }
     // Arrange
     let b = TestBroker::start().await;
     b.push("sa-commit", "P", &[json!("first")]).await;
@@ -439,6 +464,9 @@ async fn a_push_whose_commit_fails_after_its_statement_ran_is_not_answered_as_st
 /// what the window lacks) and appends at the next offset.
 #[actix_rt::test]
 async fn a_first_push_into_an_existing_queue_creates_its_partition_in_one_statement() {
+    if !single_append_on() {
+        return;
+    }
     // Arrange
     let [a, b] = two_nodes().await;
     a.push("sa-first", "old", &[json!("o")]).await;
@@ -507,9 +535,11 @@ async fn concurrent_first_pushes_into_new_partitions_store_each_message_once() {
     let by_partition = assert_dense_offsets(&answers);
     assert_eq!(by_partition.len(), 6);
     assert!(by_partition.values().all(|&n| n == 24), "{by_partition:?}");
-    let (single_a, _) = appends(&a).await;
-    let (single_b, _) = appends(&b).await;
-    assert!(single_a + single_b > 0, "{single_a} / {single_b}");
+    if single_append_on() {
+        let (single_a, _) = appends(&a).await;
+        let (single_b, _) = appends(&b).await;
+        assert!(single_a + single_b > 0, "{single_a} / {single_b}");
+    }
     assert_eq!(delivered_once(&a, "sa-race", "seed").await, 144);
 }
 

@@ -117,7 +117,11 @@ async fn a_write_committed_late_by_a_slow_transaction_is_not_skipped_by_the_next
     }
     let sql = b.sql().await;
     sql.execute(
-        "UPDATE queen.log_partitions SET last_write_at = last_write_at - interval '1 hour'",
+        // Through `AT TIME ZONE 'UTC'` (immutable): Citus refuses the STABLE
+        // `timestamptz - interval` of a column in an UPDATE of a distributed table.
+        "UPDATE queen.log_partitions
+         SET last_write_at = (last_write_at AT TIME ZONE 'UTC' - interval '1 hour')
+             AT TIME ZONE 'UTC'",
         &[],
     )
     .await
@@ -125,11 +129,17 @@ async fn a_write_committed_late_by_a_slow_transaction_is_not_skipped_by_the_next
     // A writer that stamps its write as the broker's writers do, then stalls.
     let mut slow = b.sql().await;
     let tx = slow.transaction().await.expect("begin");
+    // The stamp read first and bound: Citus refuses a VOLATILE function in an UPDATE of a
+    // distributed table (the broker's writers read the clock into a variable too).
+    let stamp: std::time::SystemTime = tx
+        .query_one("SELECT date_trunc('second', clock_timestamp())", &[])
+        .await
+        .expect("the slow write's stamp")
+        .get(0);
     tx.execute(
-        "UPDATE queen.log_partitions p
-         SET last_write_at = date_trunc('second', clock_timestamp())
+        "UPDATE queen.log_partitions p SET last_write_at = $1
          FROM queen.queues q WHERE q.id = p.queue_id AND q.name = 'lt' AND p.name = 'slow'",
-        &[],
+        &[&stamp],
     )
     .await
     .expect("the slow write");

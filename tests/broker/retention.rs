@@ -22,11 +22,16 @@ pub const FAST_SWEEP: &[(&str, &str)] = &[
 pub const PAST_RETENTION: i64 = 400;
 
 /// Makes the segments of a queue's partition from `base_offset` down older by `secs`.
+/// The arithmetic goes through `AT TIME ZONE 'UTC'` (immutable both ways) because Citus
+/// refuses a STABLE function of a column in an `UPDATE` of a distributed table, which
+/// `timestamptz - interval` is; the result is the same instant on PostgreSQL.
 pub async fn age_segments(b: &TestBroker, queue: &str, partition: &str, up_to: i64, secs: i64) {
     b.sql()
         .await
         .execute(
-            "UPDATE queen.log_segments s SET created_at = s.created_at - make_interval(secs => $4)
+            "UPDATE queen.log_segments s
+             SET created_at = (s.created_at AT TIME ZONE 'UTC' - make_interval(secs => $4))
+                 AT TIME ZONE 'UTC'
              FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
              WHERE s.partition_id = p.id AND q.name = $1 AND p.name = $2 AND s.base_offset <= $3",
             &[&queue, &partition, &up_to, &(secs as f64)],
@@ -247,18 +252,25 @@ async fn dead_letters_traces_and_legacy_dedup_rows_expire() {
         sql_count(&b, "SELECT count(*) FROM queen.dead_letters").await,
         2
     );
+    // One statement at a time, each its own transaction: on the Citus layout the traces
+    // (a coordinator table with a foreign key to a reference table) cannot be written
+    // after a parallel multi-shard update in the same transaction.
     let sql = b.sql().await;
-    sql.batch_execute(
-        "UPDATE queen.dead_letters SET failed_at = failed_at - interval '2 minutes'
-             WHERE message_offset = 0;
-         UPDATE queen.message_traces SET created_at = created_at - interval '2 minutes'
-             WHERE id = (SELECT min(id) FROM queen.message_traces);
-         INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
+    for statement in [
+        "UPDATE queen.dead_letters
+             SET failed_at = (failed_at AT TIME ZONE 'UTC' - interval '2 minutes')
+                 AT TIME ZONE 'UTC'
+             WHERE message_offset = 0",
+        "UPDATE queen.message_traces
+             SET created_at = (created_at AT TIME ZONE 'UTC' - interval '2 minutes')
+                 AT TIME ZONE 'UTC'
+             WHERE id = (SELECT min(id) FROM queen.message_traces)",
+        "INSERT INTO queen.dedup (partition_id, transaction_id, message_offset, message_id)
              SELECT p.id, 'legacy', 0, gen_random_uuid() FROM queen.log_partitions p
-             JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rt-rows';",
-    )
-    .await
-    .unwrap();
+             JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rt-rows'",
+    ] {
+        sql.batch_execute(statement).await.unwrap();
+    }
     age_segments(&b, "rt-rows", "Default", i64::MAX, PAST_RETENTION).await;
 
     // Act

@@ -17,6 +17,9 @@ const BATCH: u64 = 5;
 
 #[actix_rt::test]
 async fn pushes_while_postgres_is_stopped_are_buffered_then_stored_once_in_order() {
+    if crate::support::private_postgres::left_out_on_citus() {
+        return;
+    }
     // Arrange: one message stored before the outage in each partition.
     let server = tokio::task::spawn_blocking(PrivatePostgres::start)
         .await

@@ -10,6 +10,17 @@ use queen::db::embedded::{EmbeddedOptions, EmbeddedPostgres};
 
 use super::free_port;
 
+/// True, with the reason printed, in the harness's Citus mode: a test that stops, restarts
+/// or configures a PostgreSQL of its own (this one, or an embedded server with TLS) does
+/// not run on the Citus cluster, so it has nothing to check there and returns early.
+pub fn left_out_on_citus() -> bool {
+    let citus = super::citus::script().is_some();
+    if citus {
+        eprintln!("runs on a PostgreSQL of its own, not on the Citus cluster: skipped");
+    }
+    citus
+}
+
 /// The server, its settings, and its folder.
 pub struct PrivatePostgres {
     options: EmbeddedOptions,
