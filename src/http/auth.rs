@@ -33,7 +33,9 @@ pub async fn guard(
     let Some(gate) = gate else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
-    match gate.admit(&req).await {
+    // Boxed: a request that waits long (a parked pop) keeps this future, which then
+    // need not be sized for the token check's state (README, "Parked long-polls").
+    match Box::pin(gate.admit(&req)).await {
         Ok(identity) => {
             if let Some((identity, tenant)) = identity {
                 let mut extensions = req.extensions_mut();

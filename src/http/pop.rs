@@ -16,9 +16,9 @@ use super::error::ApiError;
 use super::query::Query;
 use super::state::AppState;
 use crate::config::LimitsConfig;
-use crate::domain::{ConsumerGroup, PartitionName, QueueName};
+use crate::domain::{ConsumerGroup, PartitionName, QueueName, Tenant};
 use crate::log::groups::conflation_policy;
-use crate::log::pop::{pop, unrenderable, Delivery, PopRequest, Scope, SubscriptionMode};
+use crate::log::pop::{pop, unrenderable, Claim, Delivery, PopRequest, Scope, SubscriptionMode};
 use crate::segment::Codec;
 use echo::{Autopilot, Echo, AUTOPILOT_BATCH, AUTOPILOT_PARTITIONS};
 
@@ -171,6 +171,20 @@ async fn serve(
         echo: &echo,
         state,
     };
+    // Boxed: a parked pop keeps this future, which then need not be sized for the
+    // answer's state (README, "Parked long-polls").
+    Box::pin(deliver(&answer, claim, &tenant, &request)).await
+}
+
+/// Renders a claim's delivery and commits it; a delivery that cannot be rendered in full
+/// is given back and answered with what can be.
+async fn deliver(
+    answer: &Answer<'_>,
+    claim: Claim<'_>,
+    tenant: &Tenant,
+    request: &PopRequest,
+) -> Result<HttpResponse, ApiError> {
+    let state = answer.state;
     match answer.render(&claim.delivery) {
         Ok(response) => {
             Box::pin(claim.commit()).await?;
@@ -185,7 +199,7 @@ async fn serve(
             let bad = unrenderable::find(&delivery, key);
             let rest = Box::pin(unrenderable::give_back(
                 &state.broker,
-                &tenant,
+                tenant,
                 &request.group,
                 delivery,
                 &bad,

@@ -961,13 +961,13 @@ where
             #[cfg(feature = "http2")]
             Protocol::Http2 => HttpServiceHandlerResponse {
                 state: State::H2Handshake {
-                    handshake: Some((
+                    handshake: Some(Box::new((
                         crate::h2::handshake_with_timeout(io, &self.cfg),
                         self.cfg.clone(),
                         Rc::clone(&self.flow),
                         conn_data,
                         peer_addr,
-                    )),
+                    ))),
                 },
             },
 
@@ -1041,16 +1041,18 @@ pin_project! {
     {
         H1 { #[pin] dispatcher: h1::Dispatcher<T, S, B, X, U> },
 
-        H2 { #[pin] dispatcher: crate::h2::Dispatcher<T, S, B, X, U> },
+        // Queen patch (vendor/actix-http/PATCHES.md, "An HTTP/1.1 connection's task is
+        // not sized for HTTP/2"): both HTTP/2 states are boxed.
+        H2 { dispatcher: Pin<Box<crate::h2::Dispatcher<T, S, B, X, U>>> },
 
         H2Handshake {
-            handshake: Option<(
+            handshake: Option<Box<(
                 crate::h2::HandshakeWithTimeout<T>,
                 ServiceConfig,
                 Rc<HttpFlow<S, X, U>>,
                 OnConnectData,
                 Option<net::SocketAddr>,
-            )>,
+            )>>,
         },
     }
 }
@@ -1106,18 +1108,18 @@ where
             StateProj::H1 { dispatcher } => dispatcher.poll(cx),
 
             #[cfg(feature = "http2")]
-            StateProj::H2 { dispatcher } => dispatcher.poll(cx),
+            StateProj::H2 { dispatcher } => dispatcher.as_mut().poll(cx),
 
             #[cfg(feature = "http2")]
             StateProj::H2Handshake { handshake: data } => {
                 match ready!(Pin::new(&mut data.as_mut().unwrap().0).poll(cx)) {
                     Ok((conn, timer)) => {
-                        let (_, config, flow, conn_data, peer_addr) = data.take().unwrap();
+                        let (_, config, flow, conn_data, peer_addr) = *data.take().unwrap();
 
                         self.as_mut().project().state.set(State::H2 {
-                            dispatcher: crate::h2::Dispatcher::new(
+                            dispatcher: Box::pin(crate::h2::Dispatcher::new(
                                 conn, flow, config, peer_addr, conn_data, timer,
-                            ),
+                            )),
                         });
                         self.poll(cx)
                     }

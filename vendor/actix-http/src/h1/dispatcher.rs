@@ -1288,6 +1288,17 @@ where
     }
 }
 
+/// Gives an empty buffer's allocation back (Queen patch, vendor/actix-http/PATCHES.md).
+///
+/// Called while the service future is pending, which may be for minutes (a long-poll): the
+/// connection then holds no buffer capacity. The next read or response allocates again, so a
+/// request whose service future is pending once pays one allocation per buffer.
+fn release_empty(buf: &mut BytesMut) {
+    if buf.is_empty() && buf.capacity() != 0 {
+        *buf = BytesMut::new();
+    }
+}
+
 impl<T, S, B, X, U> Future for Dispatcher<T, S, B, X, U>
 where
     T: AsyncRead + AsyncWrite + Unpin,
@@ -1481,6 +1492,13 @@ where
                         if inner_p.flags.contains(Flags::SHUTDOWN) {
                             return self.poll(cx);
                         }
+                    }
+
+                    // Queen patch (vendor/actix-http/PATCHES.md, "A waiting connection
+                    // holds no buffers").
+                    if matches!(*inner_p.state, State::ServiceCall { .. }) {
+                        release_empty(inner_p.read_buf);
+                        release_empty(inner_p.write_buf);
                     }
 
                     trace_timer_states(

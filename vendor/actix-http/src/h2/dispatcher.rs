@@ -135,7 +135,7 @@ where
                     tokio::task::spawn_local(async move {
                         let mut tx = tx;
 
-                        // PATCH (PATCHES.md, "h2: a reset stream drops its service future"):
+                        // Queen patch (vendor/actix-http/PATCHES.md, "h2: a reset stream drops its service future"):
                         // resolve the service call unless the client resets the stream or
                         // the connection goes away first; then the service future is
                         // dropped unfinished, as HTTP/1.1 drops it when its connection
@@ -210,7 +210,7 @@ where
     }
 }
 
-/// PATCH (PATCHES.md, "h2: a reset stream drops its service future"): the service
+/// Queen patch (vendor/actix-http/PATCHES.md, "h2: a reset stream drops its service future"): the service
 /// future's output, or `None` when the stream was reset by the client or closed with its
 /// connection before the future finished (the future is then dropped).
 async fn until_reset<F: Future>(fut: F, tx: &mut SendResponse<Bytes>) -> Option<F::Output> {
