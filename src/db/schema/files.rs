@@ -78,6 +78,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("076_drop_pop_wrapper_and_dlq_list_v1.sql"),
     migration!("077_one_tenant_limit_guard.sql"),
     migration!("078_partition_directory.sql"),
+    migration!("079_release_mark_listings_plpgsql.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a

@@ -1,0 +1,21 @@
+-- 079_release_mark_listings_plpgsql: no schema change; marks this release's edited
+-- function files, so a node of the previous release restarted during a rolling upgrade
+-- leaves them alone (README, "Rolling upgrades").
+--
+-- Edited in place, same signatures:
+-- - the admin listings, now PL/pgSQL, which the Citus layout plans: status_v1,
+--   status_queues_v1, status_queue_v1, status_analytics_v1, status_queue_rows_v1,
+--   resource_queue_v1, resources_queues_v1, resources_overview_v1, resources_grouped_v1,
+--   resources_namespaces_v1, resources_tasks_v1, resources_partitions_v1,
+--   resources_kv_v1, resources_kv_keys_v1, partition_stats_v1, queue_metrics_v1,
+--   queue_depth_v1, partitions_changed_v1, messages_list_v1, message_get_v1,
+--   message_segment_lock_v1, trace_names_v1, traces_by_name_v1, traces_for_message_v1,
+--   dead_letters_list_v2, dead_letters_count_v1, dead_letter_find_v1;
+-- - log_lease_extend_v2 (PL/pgSQL), kv_apply_v1 (versions and expiries computed before
+--   the write), retention_kv_v1 (expired keys deleted one by one), log_render_failed_v1
+--   (dead letters filed one offset at a time);
+-- - tenant_limit_guard_v1 (tells its table by the trigger's argument; partitions_limit
+--   now on the directory queen.log_partition_names);
+-- - log_push_v3 (its stale answer and append are queen.log_push_at_v1's).
+-- Takes no lock; no data; no notifications.
+SELECT 1;
