@@ -10,8 +10,11 @@
 -- id is a capability the client sends back, and another tenant's lease answers renewed 0
 -- and stays as it was. The tenant rule is explained in queen.lease_require_v2.
 --
--- Locks: the renewed cursor rows, to the end of the caller's transaction. No
--- notifications.
+-- Locks: the renewed cursor rows, to the end of the caller's transaction, one statement
+-- per row in (partition, group) order, as queen.lease_require_v2 takes them. PL/pgSQL, a
+-- lookup and an update per held row: on the Citus layout the single UPDATE joined with
+-- the holders and the queue was refused ("database error" on every renewal), and a
+-- statement there may lock or write the cursors of one partition only. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
     p_tenant  text,
     p_lease   text,
@@ -19,20 +22,35 @@ CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
 ) RETURNS TABLE (
     renewed    integer,
     expires_at timestamptz
-) LANGUAGE sql VOLATILE AS $$
-    WITH extended AS (
-        UPDATE queen.log_consumers c SET
-            lease_expires_at = greatest(
-                c.lease_expires_at,
-                now() + make_interval(secs => coalesce(p_seconds, q.lease_time, 60)))
-        FROM queen.lease_holders_v1(ARRAY[p_lease]) h, queen.log_partitions p
+) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    h         record;
+    v_expiry  timestamptz;
+    v_new     timestamptz;
+    v_renewed integer := 0;
+    v_latest  timestamptz;
+BEGIN
+    FOR h IN
+        SELECT DISTINCT l.partition_id, l.consumer_group, q.lease_time
+        FROM queen.lease_holders_v1(ARRAY[p_lease]) l
+        JOIN queen.log_partitions p ON p.id = l.partition_id
         JOIN queen.queues q ON q.id = p.queue_id
+        WHERE p_tenant IS NULL OR q.tenant = p_tenant
+        ORDER BY l.partition_id, l.consumer_group
+    LOOP
+        v_expiry := now() + make_interval(secs => coalesce(p_seconds, h.lease_time, 60));
+        UPDATE queen.log_consumers c
+        SET lease_expires_at = greatest(c.lease_expires_at, v_expiry)
         WHERE c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
           AND c.worker_id = p_lease
           AND c.lease_expires_at >= now()
-          AND p.id = c.partition_id
-          AND (p_tenant IS NULL OR q.tenant = p_tenant)
-        RETURNING c.lease_expires_at
-    )
-    SELECT count(*)::integer, max(e.lease_expires_at) FROM extended e;
+        RETURNING c.lease_expires_at INTO v_new;
+        IF FOUND THEN
+            v_renewed := v_renewed + 1;
+            v_latest := greatest(v_latest, v_new);
+        END IF;
+    END LOOP;
+    RETURN QUERY SELECT v_renewed, v_latest;
+END;
 $$;
