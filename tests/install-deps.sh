@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a Debian machine (as root; apt-get for the system packages,
-# a helm binary under target/tools), then returns: README's test command is
-# `tests/install-deps.sh && cargo test`, and .ci/run runs the same two. Each step is skipped
-# when what it installs is there already, so a second run installs nothing.
+# a helm binary under target/tools, Citus through its cluster script when one is there),
+# then returns: README's test command is `tests/install-deps.sh && cargo test`, and .ci/run
+# runs the same two. Each step is skipped when what it installs is there already, so a
+# second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,3 +61,15 @@ fi
 
 # The chart tests run helm lint/template: put a helm 3 binary where they look for it.
 helm/fetch-helm.sh target/tools >/dev/null
+
+# The Citus sub-run (tests/broker/citus_suite.rs) runs the compat suite and the tests that
+# cross workers on a Citus cluster the cluster script starts: build Citus with it (needs
+# root the first time; a no-op once Citus is installed). Without the script the sub-run is
+# skipped, and both say so.
+citus_script=${QUEEN_CITUS_CLUSTER_SH:-$(cd .. && pwd)/shared/citus/cluster.sh}
+if [ -f "$citus_script" ]; then
+  "$citus_script" build
+else
+  echo "no Citus cluster script at $citus_script (set QUEEN_CITUS_CLUSTER_SH):" \
+    "cargo test will skip the Citus sub-run"
+fi

@@ -10,15 +10,11 @@
 -- id is a capability the client sends back, and another tenant's lease answers renewed 0
 -- and stays as it was. The tenant rule is explained in queen.lease_require_v2.
 --
--- PL/pgSQL, one cursor at a time: the holders from queen.lease_holders_v1, then each
--- holder's partition and queue (the queue a reference table on the Citus layout), then
--- the cursor's update by its key with the new expiry computed first (single-shard
--- statements there). Citus refused the former LANGUAGE sql body (parameters, an UPDATE
--- of the distributed cursors joined with reference tables and now() in its SET). Same
--- result on PostgreSQL; a renewal costs three statements per partition under the lease.
---
--- Locks: the renewed cursor rows, to the end of the caller's transaction. No
--- notifications.
+-- Locks: the renewed cursor rows, to the end of the caller's transaction, one statement
+-- per row in (partition, group) order, as queen.lease_require_v2 takes them. PL/pgSQL, a
+-- lookup and an update per held row: on the Citus layout the single UPDATE joined with
+-- the holders and the queue was refused ("database error" on every renewal), and a
+-- statement there may lock or write the cursors of one partition only. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
     p_tenant  text,
     p_lease   text,
@@ -29,40 +25,32 @@ CREATE OR REPLACE FUNCTION queen.log_lease_extend_v2(
 ) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
-    v_now    timestamptz := now();
-    v_qid    bigint;
-    v_time   integer;
-    v_tenant text;
-    v_until  timestamptz;
-    v_new    timestamptz;
-    h        record;
+    h         record;
+    v_expiry  timestamptz;
+    v_new     timestamptz;
+    v_renewed integer := 0;
+    v_latest  timestamptz;
 BEGIN
-    renewed := 0;
-    expires_at := NULL;
     FOR h IN
-        SELECT DISTINCT l.partition_id, l.consumer_group
+        SELECT DISTINCT l.partition_id, l.consumer_group, q.lease_time
         FROM queen.lease_holders_v1(ARRAY[p_lease]) l
+        JOIN queen.log_partitions p ON p.id = l.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id
+        WHERE p_tenant IS NULL OR q.tenant = p_tenant
+        ORDER BY l.partition_id, l.consumer_group
     LOOP
-        v_qid := NULL;
-        SELECT p.queue_id INTO v_qid
-        FROM queen.log_partitions p WHERE p.id = h.partition_id;
-        CONTINUE WHEN v_qid IS NULL;
-        SELECT q.tenant, q.lease_time INTO v_tenant, v_time
-        FROM queen.queues q WHERE q.id = v_qid;
-        CONTINUE WHEN NOT FOUND
-                      OR (p_tenant IS NOT NULL AND v_tenant IS DISTINCT FROM p_tenant);
-        v_until := v_now + make_interval(secs => coalesce(p_seconds, v_time, 60));
-        v_new := NULL;
+        v_expiry := now() + make_interval(secs => coalesce(p_seconds, h.lease_time, 60));
         UPDATE queen.log_consumers c
-        SET lease_expires_at = greatest(c.lease_expires_at, v_until)
+        SET lease_expires_at = greatest(c.lease_expires_at, v_expiry)
         WHERE c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group
-          AND c.worker_id = p_lease AND c.lease_expires_at >= v_now
+          AND c.worker_id = p_lease
+          AND c.lease_expires_at >= now()
         RETURNING c.lease_expires_at INTO v_new;
-        IF v_new IS NOT NULL THEN
-            renewed := renewed + 1;
-            expires_at := greatest(expires_at, v_new);
+        IF FOUND THEN
+            v_renewed := v_renewed + 1;
+            v_latest := greatest(v_latest, v_new);
         END IF;
     END LOOP;
-    RETURN NEXT;
+    RETURN QUERY SELECT v_renewed, v_latest;
 END;
 $$;

@@ -21,6 +21,7 @@ mod binary_pop;
 mod binary_push;
 mod citus_grow;
 mod citus_layout;
+mod citus_suite;
 mod cluster_script;
 mod compat_python;
 mod concurrency;

@@ -1,0 +1,180 @@
+//! The Citus sub-run of `cargo test`: the tests that must hold on a Citus cluster (the
+//! Python client's compat suite, the layout, migrations on a fresh and an existing Citus
+//! database, and the tests whose partitions, bundles and pops cross workers), run by this
+//! test binary itself in the harness's Citus mode (tests/broker/support/citus.rs), so that
+//! README's test command and `.ci/run` cover them whenever a Citus cluster script is there.
+//!
+//! The cluster script is `QUEEN_CITUS_CLUSTER_SH`, else `../shared/citus/cluster.sh`
+//! beside the repository (`tests/install-deps.sh` runs its `build`). Without one the test
+//! says so on stderr, past the test harness's capture, and passes.
+//!
+//! **The list**: [`ON_CITUS`] holds the filters, [`NOT_YET`] the tests under them that do
+//! not pass on the layout yet; a test that comes to pass there moves out of [`NOT_YET`] or
+//! into [`ON_CITUS`].
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The filters of the sub-run (libtest's: a test runs when its path contains one).
+const ON_CITUS: &[&str] = &[
+    // The published Python client's suite (tests/compat/).
+    "compat_python::",
+    // The layout: fresh, existing unsharded (the concurrency test of wildcard pops over
+    // sixteen partitions on both workers is in NOT_YET).
+    "citus_layout::",
+    // Migrations on a fresh and on an existing database (laid out by the first start).
+    "upgrade::",
+    // Pushes naming partitions on both workers in one request and in one bundle (2PC).
+    "partition_directory::",
+    // Bundles: pushes and acks of partitions on both workers in one transaction (2PC),
+    // concurrent bundles moving every message once.
+    "transaction::",
+    // Retention sweeping while pushes, acks and new cursors land on both workers.
+    "retention_concurrency::",
+    // Tenants: claims and limits, and two tenants on two broker processes.
+    "tenants::",
+];
+
+/// Tests under [`ON_CITUS`] that still fail on the layout (libtest's `--skip`: a test is
+/// left out when its path contains one); docs/scale-out.md ("What still fails") has why.
+const NOT_YET: &[&str] = &[
+    // Intermittent: passed in one run on the layout; in the next (in this sub-run, on a
+    // loaded machine) a wildcard pop answered 500 "database error".
+    "citus_layout::producers_and_consumers_over_partitions_on_both_workers_lose_and_repeat",
+    // Admin listings, dead-letter listings and status: "database error" on the layout.
+    "compat_python::the_python_client_admin_surface_answers_what_it_reads",
+    // Its read-only token reads an admin listing ("database error").
+    "compat_python::the_python_client_authenticates_with_its_bearer_token",
+    // KV: 503 on every call.
+    "compat_python::the_python_client_keeps_keys_and_values",
+    // changed_since: "database error".
+    "compat_python::the_python_client_reads_by_offset_and_discovers_changed_partitions",
+    // A push during push maintenance was delivered at once instead of buffered.
+    "compat_python::the_python_client_runs_the_core_data_path_against_the_broker",
+    // Locks and semaphores: 503 on every call.
+    "compat_python::the_python_client_takes_locks_and_semaphores",
+    // Re-applying a function file that attaches a trigger on a laid-out database: Citus
+    // sends the file's statements to the workers as one ("cannot insert multiple
+    // commands into a prepared statement").
+    "upgrade::a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing",
+    "upgrade::a_fresh_install_and_an_upgraded_database_end_at_the_same_schema",
+    "retention_concurrency::one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn",
+    "tenants::claims::a_tenant_sees_only_its_own_metrics_and_the_default_tenant_sees",
+    "tenants::claims::the_tenant_claim_selects_the_tenant_and_a_token_without_it",
+    "tenants::claims::with_the_claim_required_a_token_without_a_tenant_is_refused",
+    // The limit triggers (docs/scale-out.md, "Next").
+    "tenants::limits::a_tenant_cannot_own_more_queues_than_its_limit",
+    "tenants::limits::a_push_over_the_partition_limit_stores_nothing_at_all",
+    "tenants::limits::concurrent_creations_of_queues_and_groups_never_overshoot",
+    "tenants::limits::a_tenant_cannot_read_with_more_consumer_groups_than_its_limit",
+    "tenants::limits::concurrent_pushes_creating_partitions_never_overshoot",
+    "transaction::riders::a_guard_at_a_stale_version_fences_the_bundle",
+];
+
+/// How many tests the sub-run runs at once (the main run keeps going beside it).
+const THREADS: &str = "2";
+
+/// Where the cluster script is: `QUEEN_CITUS_CLUSTER_SH`, else the one beside the
+/// repository, if it is there.
+fn cluster_script() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("QUEEN_CITUS_CLUSTER_SH").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return match path.is_file() {
+            true => Ok(path),
+            false => Err(format!(
+                "QUEEN_CITUS_CLUSTER_SH={} is no file",
+                path.display()
+            )),
+        };
+    }
+    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/citus/cluster.sh");
+    match beside.is_file() {
+        true => Ok(beside),
+        false => Err(format!(
+            "no Citus cluster script: QUEEN_CITUS_CLUSTER_SH is not set and {} is not there",
+            beside.display()
+        )),
+    }
+}
+
+/// Says something on the test run's stderr even while libtest captures the test's output
+/// (it captures the print macros, not writes to the stream itself).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The names of the tests a libtest run's output reports as failed.
+fn failed_tests(output: &str) -> Vec<&str> {
+    output
+        .lines()
+        .filter_map(|l| l.strip_prefix("test ")?.strip_suffix(" ... FAILED"))
+        .collect()
+}
+
+/// The line `test result: …` of a libtest run's output.
+fn summary(output: &str) -> Option<&str> {
+    output.lines().find(|l| l.starts_with("test result:"))
+}
+
+#[test]
+fn the_citus_subset_passes_on_a_citus_cluster() {
+    if crate::support::citus::script().is_some() {
+        eprintln!("already in the Citus test mode: the sub-run is this run's caller");
+        return;
+    }
+    let script = match cluster_script() {
+        Ok(script) => script,
+        Err(why) => {
+            say(&format!(
+                "citus_suite: SKIPPED, the Citus sub-run did not run: {why} \
+                 (set QUEEN_CITUS_CLUSTER_SH to the cluster script to run it)"
+            ));
+            return;
+        }
+    };
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    let mut command = Command::new(exe);
+    command
+        .env("QUEEN_TEST_CITUS", &script)
+        .args(["--test-threads", THREADS])
+        .args(ON_CITUS);
+    for skip in NOT_YET {
+        command.args(["--skip", skip]);
+    }
+    say(&format!(
+        "citus_suite: running {} on Citus ({}), {THREADS} at a time",
+        ON_CITUS.join(" "),
+        script.display()
+    ));
+    let started = Instant::now();
+    let out = command
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the test binary in the Citus test mode");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    say(&format!(
+        "citus_suite: {} in {:.0} s",
+        summary(&stdout).unwrap_or("no summary"),
+        started.elapsed().as_secs_f64()
+    ));
+    let failed = failed_tests(&stdout);
+    assert!(
+        out.status.success() && summary(&stdout).is_some(),
+        "on Citus ({}), {} failed: {}\n\n--- the sub-run's stdout (tail) ---\n{}\n\
+         --- its stderr (tail) ---\n{}",
+        script.display(),
+        failed.len(),
+        failed.join(", "),
+        tail(&stdout, 300),
+        tail(&stderr, 100),
+    );
+}
+
+/// The last `lines` lines of `text`.
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
