@@ -50,8 +50,8 @@
 //! **Pop.** `http::pop` parses the query; `log::pop` asks the group actor for a plan. An
 //! empty ring answers at once (no limiter permit, no pooled connection) and parks a
 //! `wait=true` pop on the actor's wake gate; otherwise the pop takes a permit and a
-//! connection and claims from lent ring candidates through `queen.log_pop_list_v1` (a
-//! group's first pop uses `queen.log_pop_wildcard_bin_v1`, which seeds its cursors; named
+//! connection and claims from lent ring candidates through `queen.log_pop_list_v2` (a
+//! group's first pop uses `queen.log_pop_wildcard_bin_v2`, which seeds its cursors; named
 //! partitions and namespace/task pops have procedures of their own). All of them funnel
 //! into `queen.log_pop_v3`: gates, claim-first `FOR UPDATE SKIP LOCKED`, head probe and
 //! forward scan, then auto-ack or lease. Verdicts go back to the actor (leased and held

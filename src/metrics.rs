@@ -28,17 +28,17 @@ pub struct Metrics {
     pub pops_empty_in_memory: AtomicU64,
     /// Pops answered 204 by maintenance mode.
     pub pops_maintenance: AtomicU64,
-    /// Calls of `log_pop_wildcard_bin_v1`.
+    /// Calls of `log_pop_wildcard_bin_v2`.
     pub sql_wildcard: AtomicU64,
-    /// Calls of `log_pop_list_v1`.
+    /// Calls of `log_pop_list_v2`.
     pub sql_list: AtomicU64,
     /// Single-statement claims tried (a hot-list pop of one partition tries one first).
     pub sql_single: AtomicU64,
     /// Calls of `log_pending_partitions_v1` (reseeds).
     pub sql_reseed: AtomicU64,
-    /// Calls of `log_pop_specific_v1`.
+    /// Calls of `log_pop_specific_v2`.
     pub sql_specific: AtomicU64,
-    /// Calls of `log_pop_discover_wire_v1`.
+    /// Calls of `log_pop_discover_wire_v2`.
     pub sql_discover: AtomicU64,
     /// Calls of `log_has_pending_v1`.
     pub sql_has_pending: AtomicU64,

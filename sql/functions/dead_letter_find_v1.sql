@@ -5,10 +5,7 @@
 -- oldest failure first, in the row type queen.dead_letters_list_v2 answers (total is the
 -- number of rows here). No rows when the partition is not the tenant's or nothing matches.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.dead_letter_find_v1(

@@ -7,10 +7,7 @@
 -- there is none. The broker asks it only when a page of the list comes back empty, since
 -- then no row carries the list's `total`.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.dead_letters_count_v1(

@@ -6,10 +6,7 @@
 -- config is the queue row without its identity columns. `failed` repeats deadLetter: this
 -- broker has no other failure state. Counts as defined in queen.partition_stats_v1.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resource_queue_v1(p_tenant text, p_queue text)

@@ -5,10 +5,7 @@
 -- queues without one are left out. Counts as defined in queen.partition_stats_v1. The one
 -- body of queen.resources_namespaces_v1 and queen.resources_tasks_v1.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resources_grouped_v1(p_tenant text, p_by text)

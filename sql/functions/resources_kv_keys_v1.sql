@@ -10,10 +10,7 @@
 -- One index range of the primary key from the larger of p_prefix and p_after. Read only:
 -- no locks. No notifications.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 CREATE OR REPLACE FUNCTION queen.resources_kv_keys_v1(p_tenant text, p_namespace text,
                                                       p_prefix text, p_after text,
                                                       p_limit integer)

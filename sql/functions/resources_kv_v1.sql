@@ -10,10 +10,7 @@
 -- One scan of the tenant's rows (the primary key's tenant prefix). Read only: no locks.
 -- No notifications.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 CREATE OR REPLACE FUNCTION queen.resources_kv_v1(p_tenant text)
 RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 BEGIN

@@ -5,10 +5,7 @@
 -- pending, processing, completed, deadLetter}}. Message counts are sums of
 -- queen.partition_stats_v1 over every partition of the tenant.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.resources_overview_v1(p_tenant text)

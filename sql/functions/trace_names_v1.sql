@@ -5,10 +5,7 @@
 -- p_limit/p_offset. message_count counts distinct (partition, transaction id) pairs.
 -- p_search (NULL: all) matches a substring of the name, case-insensitive.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.trace_names_v1(

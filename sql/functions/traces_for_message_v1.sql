@@ -4,10 +4,7 @@
 -- event_type, data, consumer_group, worker_id, created_at, trace_names}]}; an empty array
 -- when there are none.
 --
--- PL/pgSQL: Citus plans no parameterized LANGUAGE sql function that reads a distributed
--- or reference table ("parameterized queries for SQL functions referencing distributed
--- tables are not supported"); the same statement as before, so the same answer on
--- PostgreSQL, where it is no longer inlined.
+-- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.traces_for_message_v1(

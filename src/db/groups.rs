@@ -1,11 +1,13 @@
-//! Consumer-group registration and liveness: the wrappers of `queen.log_register_group_v1`
-//! and `queen.consumer_group_seen_v1`.
+//! Consumer-group registration and liveness: the wrappers of
+//! `queen.log_register_group_at_v1` (with `queen.queue_ensure_v1`) and
+//! `queen.consumer_group_seen_v1`.
 
 use chrono::{DateTime, Utc};
 
 use super::{DbError, PgConn};
 
-const REGISTER: &str = "SELECT queen.log_register_group_v1($1, $2, $3, $4, $5, $6)";
+const REGISTER: &str =
+    "SELECT queen.log_register_group_at_v1(queen.queue_ensure_v1($1, $2), $3, $4, $5, $6)";
 
 /// Registers a group on a queue with a conflation policy unless it is registered already;
 /// returns the stored policy (the request's only when this call registered the group).
@@ -18,7 +20,7 @@ pub async fn register_conflation(
     sub_from: Option<DateTime<Utc>>,
     conflation: bool,
 ) -> Result<bool, DbError> {
-    let st = conn.statement("log_register_group_v1", REGISTER).await?;
+    let st = conn.statement("log_register_group_at_v1", REGISTER).await?;
     let row = conn
         .client()
         .query_one(
@@ -26,7 +28,7 @@ pub async fn register_conflation(
             &[&tenant, &queue, &group, &sub_mode, &sub_from, &conflation],
         )
         .await
-        .map_err(|e| DbError::query("log_register_group_v1", e));
+        .map_err(|e| DbError::query("log_register_group_at_v1", e));
     let row = row.map_err(|e| conn.note(e))?;
     Ok(row.get(0))
 }

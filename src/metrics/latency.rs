@@ -21,10 +21,10 @@ const BUCKETS: [f64; 16] = [
 const HOT_SQL_FUNCTIONS: [&str; 8] = [
     "log_push_v3",
     "log_ack_v2",
-    "log_pop_wildcard_bin_v1",
-    "log_pop_list_v1",
-    "log_pop_specific_v1",
-    "log_pop_discover_wire_v1",
+    "log_pop_wildcard_bin_v2",
+    "log_pop_list_v2",
+    "log_pop_specific_v2",
+    "log_pop_discover_wire_v2",
     "log_has_pending_v1",
     "log_pending_partitions_v1",
 ];

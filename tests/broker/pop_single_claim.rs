@@ -1,6 +1,6 @@
 //! The single-statement claim: a hot-list pop of one partition whose cursor row exists is
 //! settled by one plain statement when it can be (`sql.singleClaim`), with exactly the
-//! answers `log_pop_list_v1` gives; the cases it declines (a partition's first contact, a
+//! answers `log_pop_list_v2` gives; the cases it declines (a partition's first contact, a
 //! delayed queue, a queue with a ttl, an expired lease that spends the last retry, a
 //! conflating group) fall back to the list (`sql.list`).
 

@@ -1,6 +1,6 @@
 //! Resources: the wrappers of `queen.resources_overview_v1`, `queen.resources_queues_v1`,
 //! `queen.resource_queue_v1`, `queen.queue_depth_v1`, `queen.resources_partitions_v1`,
-//! `queen.resources_namespaces_v1`, `queen.resources_tasks_v1`, `queen.resources_kv_v1`,
+//! `queen.resources_grouped_v1`, `queen.resources_kv_v1`,
 //! `queen.resources_kv_keys_v1` and `queen.queue_delete_v1`.
 
 use serde_json::Value;
@@ -69,19 +69,22 @@ pub async fn partitions(
     Ok(v.unwrap_or(Value::Null))
 }
 
-/// Queues grouped by namespace (`queen.resources_namespaces_v1`).
-#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_namespaces_v1"))]
+/// Queues grouped by namespace (`queen.resources_grouped_v1` by `namespace`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_grouped_v1"))]
 pub async fn namespaces(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
-    let sql = "SELECT queen.resources_namespaces_v1($1)";
-    let v = json_call(conn, "resources_namespaces_v1", sql, &[&tenant]).await?;
-    Ok(v.unwrap_or(Value::Null))
+    grouped(conn, tenant, "namespace").await
 }
 
-/// Queues grouped by task (`queen.resources_tasks_v1`).
-#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_tasks_v1"))]
+/// Queues grouped by task (`queen.resources_grouped_v1` by `task`).
+#[instrument(skip_all, fields(db.system = "postgresql", db.operation = "resources_grouped_v1"))]
 pub async fn tasks(conn: &mut PgConn, tenant: &str) -> Result<Value, DbError> {
-    let sql = "SELECT queen.resources_tasks_v1($1)";
-    let v = json_call(conn, "resources_tasks_v1", sql, &[&tenant]).await?;
+    grouped(conn, tenant, "task").await
+}
+
+/// `queen.resources_grouped_v1`: the tenant's queues grouped by `by`.
+async fn grouped(conn: &mut PgConn, tenant: &str, by: &str) -> Result<Value, DbError> {
+    let sql = "SELECT queen.resources_grouped_v1($1, $2)";
+    let v = json_call(conn, "resources_grouped_v1", sql, &[&tenant, &by]).await?;
     Ok(v.unwrap_or(Value::Null))
 }
 

@@ -1,5 +1,5 @@
-//! Claiming: the wrappers of `queen.log_pop_wildcard_bin_v1`, `queen.log_pop_specific_v1`,
-//! `queen.log_pop_discover_wire_v1` and `queen.log_has_pending_v1`.
+//! Claiming: the wrappers of `queen.log_pop_wildcard_bin_v2`, `queen.log_pop_specific_v2`,
+//! `queen.log_pop_discover_wire_v2`, `queen.log_pop_list_v2` and `queen.log_has_pending_v1`.
 //!
 //! Each pop is one statement (its own transaction). The rows are segment slices; turning
 //! them into messages is the pop path's business, not this module's.
@@ -12,20 +12,50 @@ use super::{DbError, PgConn};
 pub mod render_failed;
 pub mod single_claim;
 
-const POP_WILDCARD: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
-     claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
-     blob FROM queen.log_pop_wildcard_bin_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-const POP_SPECIFIC: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
-     claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
-     blob FROM queen.log_pop_specific_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-const POP_DISCOVER: &str = "SELECT queue_name, partition_name, partition_id, delivery_attempt, \
-     claim_start, claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, \
-     blob FROM queen.log_pop_discover_wire_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+/// What a pop is asked (`queen.log_pop_args`), from the parameters `$1`..`$9` in the order
+/// [`pop_args`] binds them; each entry point's own arguments follow as `$10` on.
+macro_rules! pop_args {
+    () => {
+        "ROW($1::text, $2::text, $3::text, $4::integer, $5::integer, $6::integer, \
+         $7::boolean, $8::text, $9::timestamptz)::queen.log_pop_args"
+    };
+}
+
+/// The columns of `queen.log_pop_wire_row`, as [`slice`] reads them.
+macro_rules! slice_columns {
+    () => {
+        "queue_name, partition_name, partition_id, delivery_attempt, claim_start, claim_end, \
+         base_offset, start_idx, take, msg_count, created_at, codec, producer, blob"
+    };
+}
+
+const POP_WILDCARD: &str = concat!(
+    "SELECT ",
+    slice_columns!(),
+    " FROM queen.log_pop_wildcard_bin_v2(",
+    pop_args!(),
+    ", $10)"
+);
+const POP_SPECIFIC: &str = concat!(
+    "SELECT ",
+    slice_columns!(),
+    " FROM queen.log_pop_specific_v2(",
+    pop_args!(),
+    ", $10, $11)"
+);
+const POP_DISCOVER: &str = concat!(
+    "SELECT ",
+    slice_columns!(),
+    " FROM queen.log_pop_discover_wire_v2(",
+    pop_args!(),
+    ", $10, $11)"
+);
 const HAS_PENDING: &str = "SELECT queen.log_has_pending_v1($1, $2, $3)";
-const POP_LIST: &str = "SELECT verdict, retry_at, pending_after, queue_name, partition_name, \
-     partition_id, delivery_attempt, claim_start, claim_end, base_offset, start_idx, take, \
-     msg_count, created_at, codec, producer, blob \
-     FROM queen.log_pop_list_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+const POP_LIST: &str = concat!(
+    "SELECT verdict, retry_at, pending_after, (slice).* FROM queen.log_pop_list_v2(",
+    pop_args!(),
+    ", $10, $11, $12)"
+);
 const PENDING: &str = "SELECT registered, window_buffer, delayed_processing, min_pop_wait_time, \
      partition_id, partition_name, lease_expires_at, window_ends_at \
      FROM queen.log_pending_partitions_v1($1, $2, $3, $4)";
@@ -118,56 +148,20 @@ pub async fn claim(
     p: &ClaimParams<'_>,
 ) -> Result<Vec<ClaimedSlice>, DbError> {
     let worker = (!p.auto_ack).then_some(p.worker);
-    let (op, sql, params): (&'static str, &'static str, Vec<&(dyn ToSql + Sync)>) = match scope {
-        PopScope::Wildcard { queue } => (
-            "log_pop_wildcard_bin_v1",
-            POP_WILDCARD,
-            vec![
-                &p.tenant,
-                queue,
-                &p.group,
-                &worker,
-                &p.batch,
-                &p.partitions,
-                &p.lease_seconds,
-                &p.auto_ack,
-                &p.subscription_mode,
-                &p.subscription_from,
-            ],
-        ),
-        PopScope::Specific { queue, partition } => (
-            "log_pop_specific_v1",
-            POP_SPECIFIC,
-            vec![
-                &p.tenant,
-                queue,
-                partition,
-                &p.group,
-                &worker,
-                &p.batch,
-                &p.lease_seconds,
-                &p.auto_ack,
-                &p.subscription_mode,
-                &p.subscription_from,
-            ],
-        ),
-        PopScope::Discover { namespace, task } => (
-            "log_pop_discover_wire_v1",
-            POP_DISCOVER,
-            vec![
-                &p.tenant,
-                namespace,
-                task,
-                &p.group,
-                &worker,
-                &p.batch,
-                &p.partitions,
-                &p.lease_seconds,
-                &p.auto_ack,
-                &p.subscription_mode,
-                &p.subscription_from,
-            ],
-        ),
+    let mut params = pop_args(p, &worker);
+    let (op, sql): (&'static str, &'static str) = match scope {
+        PopScope::Wildcard { queue } => {
+            params.push(queue);
+            ("log_pop_wildcard_bin_v2", POP_WILDCARD)
+        }
+        PopScope::Specific { queue, partition } => {
+            params.extend([queue as &(dyn ToSql + Sync), partition]);
+            ("log_pop_specific_v2", POP_SPECIFIC)
+        }
+        PopScope::Discover { namespace, task } => {
+            params.extend([namespace as &(dyn ToSql + Sync), task]);
+            ("log_pop_discover_wire_v2", POP_DISCOVER)
+        }
     };
     tracing::Span::current().record("db.operation", op);
     let st = conn.statement(op, sql).await?;
@@ -178,6 +172,22 @@ pub async fn claim(
         .map_err(|e| DbError::query(op, e));
     let rows = rows.map_err(|e| conn.note(e))?;
     Ok(rows.iter().map(|row| slice(row, 0)).collect())
+}
+
+/// Binds a pop's [`ClaimParams`] as the parameters `$1`..`$9` of [`pop_args!`]; `worker` is
+/// the lease id, `None` with auto-ack.
+fn pop_args<'p>(p: &'p ClaimParams<'_>, worker: &'p Option<&str>) -> Vec<&'p (dyn ToSql + Sync)> {
+    vec![
+        &p.tenant,
+        &p.group,
+        worker,
+        &p.batch,
+        &p.partitions,
+        &p.lease_seconds,
+        &p.auto_ack,
+        &p.subscription_mode,
+        &p.subscription_from,
+    ]
 }
 
 /// Reads the fourteen slice columns starting at column `at` (queue_name).
@@ -218,7 +228,7 @@ pub async fn has_pending(
     Ok(row.get(0))
 }
 
-/// What `log_pop_list_v1` said about one candidate.
+/// What `log_pop_list_v2` said about one candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CandidateVerdict {
     /// The candidate's id.
@@ -231,9 +241,9 @@ pub struct CandidateVerdict {
     pub pending_after: i64,
 }
 
-/// `queen.log_pop_list_v1`: claims from candidate partition ids in order; returns the
+/// `queen.log_pop_list_v2`: claims from candidate partition ids in order; returns the
 /// claimed slices and one verdict per candidate.
-#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_pop_list_v1"))]
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_pop_list_v2"))]
 pub async fn claim_list(
     conn: &mut PgConn,
     queue: &str,
@@ -242,28 +252,14 @@ pub async fn claim_list(
     skip_window: bool,
 ) -> Result<(Vec<ClaimedSlice>, Vec<CandidateVerdict>), DbError> {
     let worker = (!p.auto_ack).then_some(p.worker);
-    let st = conn.statement("log_pop_list_v1", POP_LIST).await?;
+    let st = conn.statement("log_pop_list_v2", POP_LIST).await?;
+    let mut params = pop_args(p, &worker);
+    params.extend([&queue as &(dyn ToSql + Sync), &candidates, &skip_window]);
     let rows = conn
         .client()
-        .query(
-            &st,
-            &[
-                &p.tenant,
-                &queue,
-                &p.group,
-                &worker,
-                &p.batch,
-                &p.partitions,
-                &p.lease_seconds,
-                &p.auto_ack,
-                &p.subscription_mode,
-                &p.subscription_from,
-                &candidates,
-                &skip_window,
-            ],
-        )
+        .query(&st, &params)
         .await
-        .map_err(|e| DbError::query("log_pop_list_v1", e));
+        .map_err(|e| DbError::query("log_pop_list_v2", e));
     let rows = rows.map_err(|e| conn.note(e))?;
     let mut slices = Vec::new();
     let mut verdicts = Vec::new();

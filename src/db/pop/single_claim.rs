@@ -1,6 +1,6 @@
 //! The single-statement claim: the hot-list pop's common case in one plain statement.
 //!
-//! `queen.log_pop_list_v1` answers every candidate list, but it is plpgsql around
+//! `queen.log_pop_list_v2` answers every candidate list, but it is plpgsql around
 //! `queen.log_pop_v3`: about ten statements, each with its executor start-up, for a pop that
 //! in most cases claims the first candidate's next messages. This statement claims one
 //! partition the way `log_pop_v3` does, and only in the case it can settle alone: the
@@ -15,7 +15,7 @@
 //! budget, and leases them (or, with auto-ack, moves the cursor)
 //! exactly as `log_pop_v3` would, with the same attempt count and the same
 //! synchronous_commit rule. Anything else returns no row and changes nothing; the caller
-//! then runs `log_pop_list_v1` over the whole candidate list.
+//! then runs `log_pop_list_v2` over the whole candidate list.
 
 use chrono::{DateTime, Duration, Utc};
 use tokio_postgres::Row;
@@ -132,7 +132,7 @@ pub struct SingleClaim {
 }
 
 /// Claims from `partition_id` in one statement; `None` when the case is not one it settles
-/// (nothing was changed: run `log_pop_list_v1`). On the Citus layout always `None`, at
+/// (nothing was changed: run `log_pop_list_v2`). On the Citus layout always `None`, at
 /// once: Citus refuses the statement ("complex joins are only supported when all
 /// distributed tables are co-located and joined on their distribution columns").
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "pop_single_claim"))]

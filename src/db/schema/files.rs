@@ -79,6 +79,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("077_one_tenant_limit_guard.sql"),
     migration!("078_partition_directory.sql"),
     migration!("079_release_mark_listings_plpgsql.sql"),
+    migration!("080_log_pop_args.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -120,11 +121,15 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_partitions_delete_segments_v1.sql"),
     function!("log_pending_partitions_v1.sql"),
     function!("log_pop_discover_wire_v1.sql"),
+    function!("log_pop_discover_wire_v2.sql"),
     function!("log_pop_list_v1.sql"),
+    function!("log_pop_list_v2.sql"),
     function!("log_pop_options_v1.sql"),
     function!("log_pop_specific_v1.sql"),
+    function!("log_pop_specific_v2.sql"),
     function!("log_pop_v3.sql"),
     function!("log_pop_wildcard_bin_v1.sql"),
+    function!("log_pop_wildcard_bin_v2.sql"),
     function!("log_push_at_v1.sql"),
     function!("log_push_v3.sql"),
     function!("log_register_group_at_v1.sql"),
@@ -141,6 +146,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("partitions_safe_time_v1.sql"),
     function!("queue_delete_v1.sql"),
     function!("queue_depth_v1.sql"),
+    function!("queue_ensure_v1.sql"),
     function!("queue_metrics_v1.sql"),
     function!("resource_queue_v1.sql"),
     function!("resources_grouped_v1.sql"),

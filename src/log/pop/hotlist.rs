@@ -27,7 +27,7 @@ const RESEED_LIMIT: i32 = 4096;
 
 /// Claims from lent candidates and checks them back in: a one-partition pop first tries
 /// the single-statement claim on the first candidate (the common case), and otherwise, or
-/// when that does not apply, runs `log_pop_list_v1` over them all.
+/// when that does not apply, runs `log_pop_list_v2` over them all.
 pub(super) async fn claim_candidates<'a>(
     pop: &Pop<'a>,
     queue: &QueueName,
@@ -104,7 +104,7 @@ fn book(pop: &Pop<'_>, partition_id: i64, lease: &str, claim: &mut SingleClaim) 
     );
 }
 
-/// The verdicts `log_pop_list_v1` would give after claiming the first candidate with a
+/// The verdicts `log_pop_list_v2` would give after claiming the first candidate with a
 /// one-partition budget: claimed, and every other candidate not tried.
 fn single_claim_verdicts(ids: &[i64], claim: &SingleClaim) -> Vec<CandidateVerdict> {
     ids.iter()

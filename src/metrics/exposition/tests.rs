@@ -39,7 +39,7 @@ fn counters_and_gauges_are_typed_and_labelled_from_the_snapshot() {
         text.contains("queen_wakes_total{source=\"reseed\"} 3\n"),
         "{text}"
     );
-    assert!(text.contains("queen_sql_calls_total{function=\"log_pop_list_v1\"} 4\n"));
+    assert!(text.contains("queen_sql_calls_total{function=\"log_pop_list_v2\"} 4\n"));
     assert!(text.contains("queen_sql_calls_total{function=\"pop_single_claim\"} 6\n"));
     assert!(text.contains("queen_acks_total{path=\"whole_lease\"} 11\n"));
     assert!(text.contains("queen_mesh_hints_total{outcome=\"received\"} 8\n"));
