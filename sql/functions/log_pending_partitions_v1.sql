@@ -88,10 +88,7 @@ BEGIN
         END LOOP;
     END IF;
     IF NOT v_found THEN
-        partition_id := NULL;
-        partition_name := NULL;
-        lease_expires_at := NULL;
-        window_ends_at := NULL;
+        -- The queue's settings alone: no partition was read, so its columns are NULL.
         RETURN NEXT;
     END IF;
 END;

@@ -66,11 +66,7 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     IF NOT v_any THEN
-        partition_id := NULL;
-        partition_name := NULL;
-        last_offset := NULL;
-        log_start := NULL;
-        last_write_at := NULL;
+        -- The empty page's one row: no partition was read, so every column is NULL.
         RETURN NEXT;
     END IF;
 END;

@@ -15,7 +15,8 @@
 --
 -- Also marks this release's edited function files (no signature change): the header
 -- comments of the PL/pgSQL listings now point to docs/scale-out.md for why they are
--- PL/pgSQL. No data; takes no lock beyond the type's creation; no notifications.
+-- PL/pgSQL; queen.log_pending_partitions_v1 and queen.partitions_changed_v1 no longer set
+-- to NULL the columns of their one row without a partition (they are NULL already). No data; takes no lock beyond the type's creation; no notifications.
 CREATE TYPE queen.log_pop_args AS (
     tenant         text,
     consumer_group text,
