@@ -324,7 +324,8 @@ async fn a_worker_added_and_shards_rebalanced_under_load_lose_nothing() {
          {} deliveries with an unconfirmed ack), {} lost; rebalance job {job} {state}: {moves} \
          shard moves in {:.1} s (worker :{port} added), whole run {:.1} s; 503s: push {}, \
          pop {}, ack {}; other errors: {}; log_segments shards per worker before {before:?}, \
-         after {after:?}",
+         after {after:?}; lost, e.g. {:?}; delivered again with every ack confirmed, e.g. \
+         {:?}",
         stored.len(),
         seen.push_requests.load(Ordering::Relaxed),
         delivered.len(),
@@ -337,6 +338,8 @@ async fn a_worker_added_and_shards_rebalanced_under_load_lose_nothing() {
         seen.pop_503.load(Ordering::Relaxed),
         seen.ack_503.load(Ordering::Relaxed),
         errors.len(),
+        &lost[..lost.len().min(10)],
+        &unexplained[..unexplained.len().min(10)],
     );
     assert!(errors.is_empty(), "answers other than 503: {errors:?}");
     assert_eq!(state, "finished", "the rebalance job");
