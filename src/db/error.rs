@@ -112,6 +112,30 @@ impl DbError {
         )
     }
 
+    /// True for a failure that the same request, sent again a moment later, gets past,
+    /// and after which nothing is applied: the server answered with an error, so the
+    /// failed statement's transaction was rolled back. These are the retryable SQLSTATEs
+    /// ([`Self::is_retryable`]: a deadlock, among others the first pops of a group racing
+    /// on the Citus layout's reference tables) and, on the Citus layout, a delegated call
+    /// that reached a worker whose shard a rebalance had just moved away
+    /// ([`shard_moved_away`]). Answered 503 with `Retry-After`, never spooled: the
+    /// database is there.
+    pub fn is_transient(&self) -> bool {
+        self.is_retryable() || self.is_shard_moved_away()
+    }
+
+    /// True when, on the Citus layout, a statement ran on a worker that no longer holds
+    /// its shard (see [`shard_moved_away`]); the same call sent again is routed to the
+    /// shard's new worker.
+    pub fn is_shard_moved_away(&self) -> bool {
+        match self {
+            DbError::Query { source, .. } => source
+                .as_db_error()
+                .is_some_and(|e| shard_moved_away(e.code(), e.message())),
+            _ => false,
+        }
+    }
+
     /// True when a write stored nothing because a queue was deleted under it: a deadlock
     /// with the delete (which locks the queue's partitions in id order, a combined push in
     /// name order), the queue row gone when the write created a partition (or its
@@ -209,6 +233,25 @@ impl DbError {
     }
 }
 
+/// Whether a server error means that a Citus rebalance moved the statement's shard away
+/// from the worker it ran on: the coordinator had routed a delegated call
+/// (`log_push_at_v1`, `log_pop_v3`, `log_ack_v2`) to the shard's old worker, and by the
+/// time the function's statement ran there, the worker's metadata placed the shard on
+/// another node, so the statement would have had to be distributed from inside a shard's
+/// query, which Citus refuses. Seen during `citus_rebalance_start` under load
+/// (tests/broker/citus_grow.rs; docs/scale-out.md, "Adding a worker under load"). Citus
+/// raises it as SQLSTATE XX000 (internal error), which it uses for many unrelated errors
+/// too, so the text decides here, and only for these known messages.
+pub fn shard_moved_away(state: &SqlState, message: &str) -> bool {
+    *state == SqlState::INTERNAL_ERROR
+        && SHARD_MOVED_AWAY
+            .iter()
+            .any(|known| message.starts_with(known))
+}
+
+/// Citus's texts (13.2) for a statement that met its shard gone from the worker it ran on.
+const SHARD_MOVED_AWAY: &[&str] = &["cannot execute a distributed query from a query on a shard"];
+
 /// The SQLSTATE of a creation over a tenant limit (`sql/functions/tenant_limit_v1.sql`).
 pub const TENANT_LIMIT: &str = "QLIMT";
 
@@ -218,4 +261,45 @@ fn server_ended_session(state: &SqlState) -> bool {
         || *state == SqlState::ADMIN_SHUTDOWN
         || *state == SqlState::CRASH_SHUTDOWN
         || *state == SqlState::CANNOT_CONNECT_NOW
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delegated_call_on_a_worker_its_shard_left_is_a_moved_shard() {
+        assert!(shard_moved_away(
+            &SqlState::INTERNAL_ERROR,
+            "cannot execute a distributed query from a query on a shard"
+        ));
+    }
+
+    #[test]
+    fn other_internal_errors_and_the_same_text_under_another_state_are_not() {
+        assert!(!shard_moved_away(
+            &SqlState::INTERNAL_ERROR,
+            "could not create distributed plan"
+        ));
+        assert!(!shard_moved_away(
+            &SqlState::FEATURE_NOT_SUPPORTED,
+            "cannot execute a distributed query from a query on a shard"
+        ));
+    }
+
+    #[test]
+    fn errors_without_a_server_answer_are_not_transient() {
+        assert!(!DbError::PoolExhausted.is_transient());
+        assert!(!DbError::Unavailable.is_transient());
+        assert!(!DbError::SchemaLockTimeout.is_transient());
+    }
+
+    #[test]
+    fn shard_names_lose_their_shard_id_and_declared_names_stay() {
+        assert_eq!(
+            unsharded("log_partition_names_queue_id_fkey_102040"),
+            "log_partition_names_queue_id_fkey"
+        );
+        assert_eq!(unsharded("log_segments"), "log_segments");
+    }
 }

@@ -145,7 +145,9 @@ impl ResponseError for ApiError {
             ApiError::Db(DbError::Schema { .. }) | ApiError::Corrupt(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
-            ApiError::Db(db) if is_outage(db) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Db(db) if is_outage(db) || db.is_transient() => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Db(_) | ApiError::Misconfigured(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -187,14 +189,18 @@ impl ResponseError for ApiError {
                     DbError::PoolExhausted => "pool",
                     DbError::StatementTimeout { .. } => "database timeout",
                     e if e.is_connection_problem() => "database connection error",
+                    e if e.is_transient() => TRANSIENT,
                     _ => "database error",
                 };
                 if matches!(db, DbError::PoolExhausted) {
                     warn!(error = %db, "request refused");
+                } else if db.is_transient() {
+                    // Handled: the client retries; the cause (SQLSTATE, text) stays logged.
+                    warn!(error = ?db, "request rolled back by a transient database error");
                 } else {
                     error!(error = ?db, "request failed");
                 }
-                if is_outage(db) {
+                if is_outage(db) || db.is_transient() {
                     return HttpResponse::ServiceUnavailable()
                         .insert_header((actix_web::http::header::RETRY_AFTER, "1"))
                         .json(json!({ "error": text }));
@@ -213,6 +219,11 @@ impl ResponseError for ApiError {
         HttpResponse::build(self.status_code()).json(body)
     }
 }
+
+/// The 503 text of a transient database error ([`DbError::is_transient`]): nothing was
+/// applied. It says "connection" because the published clients' consume loop keeps
+/// polling on that word (wire contract, 3.1) and raises on any other 5xx text.
+const TRANSIENT: &str = "transient database conflict, nothing applied: retry (connection kept)";
 
 /// A failure of the database's availability rather than of the request or of load: the
 /// connection was lost or refused. An exhausted pool stays a 500 `pool` (the seed's

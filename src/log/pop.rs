@@ -277,9 +277,25 @@ pub async fn pop<'a>(
         },
         deadline: Instant::now() + req.timeout,
     };
+    match serve(&pop).await {
+        // Nothing was claimed: the server rolled the failed claim back (a deadlock of a
+        // group's first pops on the Citus layout's reference tables, a claim that met its
+        // shard moved by a rebalance), so one more try, to the same deadline, is safe and
+        // usually gets past it; a second failure answers 503.
+        Err(e) if e.is_transient() => {
+            warn!(error = ?e, "pop met a transient database error; trying once more");
+            serve(&pop).await
+        }
+        result => result,
+    }
+}
+
+/// One try of [`pop`].
+async fn serve<'a>(pop: &Pop<'a>) -> Result<Option<Claim<'a>>, DbError> {
+    let req = pop.req;
     match &req.scope {
-        Scope::Queue(queue) => serve_queue(&pop, queue).await,
-        Scope::Partition(queue, partition) => serve_partition(&pop, queue, partition).await,
+        Scope::Queue(queue) => serve_queue(pop, queue).await,
+        Scope::Partition(queue, partition) => serve_partition(pop, queue, partition).await,
         Scope::Discover { namespace, task } => {
             let scope = PopScope::Discover {
                 namespace: namespace.as_deref(),

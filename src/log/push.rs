@@ -84,7 +84,9 @@ pub async fn push_prebuilt(
 /// it, or the queue row gone when the push created a partition) is tried again, at most
 /// [`PUSH_ATTEMPTS`] times in all, each after a slightly longer pause so it does not meet
 /// the same delete again: it then creates the queue afresh, as a push after the
-/// delete would.
+/// delete would. So is a push that met its shard moved away on the Citus layout
+/// (`DbError::is_shard_moved_away`: a rebalance switched it to another worker), which
+/// the coordinator routes to the shard's new worker when sent again.
 pub async fn push_prepared(
     broker: &Broker,
     tenant: &Tenant,
@@ -96,7 +98,10 @@ pub async fn push_prepared(
     loop {
         let result = push_once(broker, tenant, items.clone(), prepared.clone(), zstd_level).await;
         match result {
-            Err(PushError::Db(e)) if e.lost_to_a_queue_delete() && attempt < PUSH_ATTEMPTS => {
+            Err(PushError::Db(e))
+                if (e.lost_to_a_queue_delete() || e.is_shard_moved_away())
+                    && attempt < PUSH_ATTEMPTS =>
+            {
                 tokio::time::sleep(PUSH_RETRY_PAUSE * attempt).await;
                 attempt += 1;
             }

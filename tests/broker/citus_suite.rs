@@ -21,8 +21,8 @@ use std::time::Instant;
 const ON_CITUS: &[&str] = &[
     // The published Python client's suite (tests/compat/).
     "compat_python::",
-    // The layout: fresh, existing unsharded (the concurrency test of wildcard pops over
-    // sixteen partitions on both workers is in NOT_YET).
+    // The layout: fresh, existing unsharded, and wildcard pops over sixteen partitions on
+    // both workers under concurrent pushes.
     "citus_layout::",
     // Migrations on a fresh and on an existing database (laid out by the first start).
     "upgrade::",
@@ -52,9 +52,6 @@ const ON_CITUS: &[&str] = &[
 /// Tests under [`ON_CITUS`] that still fail on the layout (libtest's `--skip`: a test is
 /// left out when its path contains one); docs/scale-out.md ("What still fails") has why.
 const NOT_YET: &[&str] = &[
-    // Intermittent: passed in one run on the layout; in the next (in this sub-run, on a
-    // loaded machine) a wildcard pop answered 500 "database error".
-    "citus_layout::producers_and_consumers_over_partitions_on_both_workers_lose_and_repeat",
     // Locks and semaphores: six of its seven calls fail on the layout.
     "compat_python::the_python_client_takes_locks_and_semaphores",
     // Re-applying a function file that attaches a trigger on a laid-out database: Citus

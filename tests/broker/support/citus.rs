@@ -144,6 +144,28 @@ async fn add_node(coordinator: u16, database: &str, worker: u16) {
     execute(coordinator, database, &sql).await;
 }
 
+/// Sets `setting` (`name = value`) for `database` (a database [`fresh_database`] gave) on
+/// every node of the test cluster, the coordinator, the workers and the one
+/// [`add_worker`] starts (start it first if the test needs it there): sessions opened
+/// afterwards take it, Citus's own connections between the nodes included. Run before the
+/// broker starts. DDL propagation is off for it, so each node gets exactly one.
+pub async fn set_on_every_node(database: &tokio_postgres::Config, setting: &str) {
+    let name = database.get_dbname().expect("a fresh database has a name");
+    let coordinator = match database.get_ports() {
+        [port, ..] => *port,
+        [] => panic!("a fresh database has a port"),
+    };
+    let extra = match EXTRA_WORKER.get() {
+        Some(Ok(port)) => Some(*port),
+        _ => None,
+    };
+    let sql =
+        format!("SET citus.enable_ddl_propagation TO off; ALTER DATABASE {name} SET {setting}");
+    for port in (coordinator..=coordinator + WORKERS).chain(extra) {
+        execute(port, "postgres", &sql).await;
+    }
+}
+
 /// Starts worker `WORKERS + 1` of the test cluster (the script's `start` with one worker
 /// more), once; its port.
 fn extra_worker() -> u16 {

@@ -91,6 +91,11 @@ impl TestBroker {
                 Some(dir)
             }
         };
+        // `RUST_LOG` set for the test run: the brokers' logs on stdout (`--nocapture`), so
+        // a failure's database error (its SQLSTATE and text) can be read there.
+        if std::env::var_os("RUST_LOG").is_some() {
+            queen::telemetry::init(&config.log);
+        }
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let app = app::start(config, listener).await?;
         Ok(TestBroker {
