@@ -57,11 +57,6 @@ const NOT_YET: &[&str] = &[
     "citus_layout::producers_and_consumers_over_partitions_on_both_workers_lose_and_repeat",
     // Locks and semaphores: six of its seven calls fail on the layout.
     "compat_python::the_python_client_takes_locks_and_semaphores",
-    // Re-applying a function file that attaches a trigger on a laid-out database: Citus
-    // sends the file's statements to the workers as one ("cannot insert multiple
-    // commands into a prepared statement").
-    "upgrade::a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing",
-    "upgrade::a_fresh_install_and_an_upgraded_database_end_at_the_same_schema",
     "retention_concurrency::one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn",
     // The consumer-group limit: its trigger fires on a worker, where the broker's limit
     // settings are not set (docs/scale-out.md, "What still fails").

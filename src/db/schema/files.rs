@@ -2,6 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
+use super::statements;
+
 /// One embedded `sql/` file.
 #[derive(Debug, Clone, Copy)]
 pub struct SqlFile {
@@ -19,6 +21,13 @@ impl SqlFile {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect()
+    }
+
+    /// The file's statements in order, which the installer sends one per query: a Citus
+    /// coordinator refuses DDL on a distributed table that arrives with other statements in
+    /// one query ([`statements`] says why).
+    pub fn statements(&self) -> Vec<&'static str> {
+        statements::split(self.sql)
     }
 
     /// The name without `.sql`: a migration's `064_baseline`, a function's `log_pop_v3`.
