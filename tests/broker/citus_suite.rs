@@ -58,10 +58,6 @@ const NOT_YET: &[&str] = &[
     // Locks and semaphores: six of its seven calls fail on the layout.
     "compat_python::the_python_client_takes_locks_and_semaphores",
     "retention_concurrency::one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn",
-    // The consumer-group limit: its trigger fires on a worker, where the broker's limit
-    // settings are not set (docs/scale-out.md, "What still fails").
-    "tenants::limits::concurrent_creations_of_queues_and_groups_never_overshoot",
-    "tenants::limits::a_tenant_cannot_read_with_more_consumer_groups_than_its_limit",
     "transaction::riders::a_guard_at_a_stale_version_fences_the_bundle",
 ];
 

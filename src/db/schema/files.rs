@@ -88,6 +88,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("077_one_tenant_limit_guard.sql"),
     migration!("078_partition_directory.sql"),
     migration!("079_release_mark_listings_plpgsql.sql"),
+    migration!("082_release_mark_group_limit_admit.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -178,6 +179,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("streams_state_get_v1.sql"),
     function!("sweeper_lease_v1.sql"),
     function!("sweeper_release_v1.sql"),
+    function!("tenant_group_admit_v1.sql"),
     function!("tenant_limit_check_v1.sql"),
     function!("tenant_limit_guard_v1.sql"),
     function!("tenant_limit_v1.sql"),

@@ -1,0 +1,15 @@
+-- 082_release_mark_group_limit_admit: no schema change; marks this release's edited
+-- function files, so a node of the previous release restarted during a rolling upgrade
+-- leaves them alone (README, "Rolling upgrades").
+--
+-- The consumer-group limit moves from the trigger groups_limit on queen.log_consumers
+-- (which fired on the cursor's worker on the Citus layout, without the broker's limit
+-- settings) to queen.tenant_group_admit_v1 (new), called where cursors are created:
+-- - edited in place, same signatures: tenant_limit_guard_v1 (its groups branch gone; its
+--   file drops the trigger groups_limit), tenant_limit_v1 (header), log_register_group_at_v1,
+--   consumer_group_seek_v1, log_pop_specific_v1, log_pop_list_v1,
+--   log_pop_wildcard_bin_v1 (each calls queen.tenant_group_admit_v1 first).
+-- During a rolling upgrade, cursors created by nodes of the previous release are not
+-- checked against the group limit (their functions do not call the new one).
+-- Takes no lock; no data; no notifications.
+SELECT 1;
