@@ -57,8 +57,6 @@ const NOT_YET: &[&str] = &[
     "citus_layout::producers_and_consumers_over_partitions_on_both_workers_lose_and_repeat",
     // Locks and semaphores: six of its seven calls fail on the layout.
     "compat_python::the_python_client_takes_locks_and_semaphores",
-    "retention_concurrency::one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn",
-    "transaction::riders::a_guard_at_a_stale_version_fences_the_bundle",
 ];
 
 /// How many tests the sub-run runs at once (the main run keeps going beside it).
