@@ -9,6 +9,8 @@
 --   file drops the trigger groups_limit), tenant_limit_v1 (header), log_register_group_at_v1,
 --   consumer_group_seek_v1, log_pop_specific_v1, log_pop_list_v1,
 --   log_pop_wildcard_bin_v1 (each calls queen.tenant_group_admit_v1 first).
+-- Also edited in place for the Citus layout: lock_slots_v1 (PL/pgSQL) and locks_apply_v1
+-- (new versions drawn into a variable before the UPDATE; a renew locks the row first).
 -- During a rolling upgrade, cursors created by nodes of the previous release are not
 -- checked against the group limit (their functions do not call the new one).
 -- Takes no lock; no data; no notifications.

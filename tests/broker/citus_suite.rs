@@ -47,6 +47,11 @@ const ON_CITUS: &[&str] = &[
     // Retention of segments, dead letters and partitions; offset reads of what changed.
     "retention::",
     "reads_changed::",
+    // Locks and semaphores (permits in `kv`, distributed by tenant): the ops, the tenants'
+    // isolation, a slot won by a concurrent writer.
+    "locks::ops::",
+    "locks::access::",
+    "locks::races::",
 ];
 
 /// Tests under [`ON_CITUS`] that still fail on the layout (libtest's `--skip`: a test is
@@ -55,8 +60,6 @@ const NOT_YET: &[&str] = &[
     // Intermittent: passed in one run on the layout; in the next (in this sub-run, on a
     // loaded machine) a wildcard pop answered 500 "database error".
     "citus_layout::producers_and_consumers_over_partitions_on_both_workers_lose_and_repeat",
-    // Locks and semaphores: six of its seven calls fail on the layout.
-    "compat_python::the_python_client_takes_locks_and_semaphores",
 ];
 
 /// How many tests the sub-run runs at once (the main run keeps going beside it).
