@@ -28,8 +28,11 @@
 --
 -- Rows: one per partition moved (refused = false), by partition name; one row of NULLs
 -- (refused = false) when the queue has no partition; none when the queue does not exist.
+-- A group new to the tenant is checked against its consumer-group limit before any cursor
+-- is created (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT).
 -- Locks: the group's cursor rows on the queue (FOR UPDATE, in partition id order) and its
--- metadata row, to the end of the caller's transaction. No notifications.
+-- metadata row, to the end of the caller's transaction; the limit's advisory lock when a
+-- limit is set. No notifications.
 CREATE OR REPLACE FUNCTION queen.consumer_group_seek_v1(
     p_tenant    text,
     p_group     text,
@@ -81,6 +84,8 @@ BEGIN
     UPDATE queen.consumer_groups_metadata m
     SET watermark = '-infinity', watermark_checked_at = '-infinity'
     WHERE m.consumer_group = p_group AND m.queue_id = v_qid;
+    -- Missing cursors are created below: the consumer-group limit first.
+    PERFORM queen.tenant_group_admit_v1(v_qid, NULL, p_group);
 
     FOR v_pid, v_name, v_last IN
         SELECT p.id, p.name, p.last_offset FROM queen.log_partitions p

@@ -34,7 +34,11 @@
 -- DELETE: a concurrent writer of the row makes PostgreSQL re-check the condition on the
 -- row it committed, so two acquirers never both win a slot. A won slot's token is drawn
 -- after the win (the insert's own was drawn before any wait), so it is above every
--- earlier holder's. No notifications.
+-- earlier holder's; a renew locks the row (FOR UPDATE, re-checked on a concurrent
+-- writer's commit) before it draws the new token. On the Citus layout (queen.kv
+-- distributed by tenant) every statement names its tenant, and the new versions are drawn
+-- into variables before the UPDATE, which Citus refuses with nextval inside. No
+-- notifications.
 CREATE OR REPLACE FUNCTION queen.locks_apply_v1(p_tenant text, p_ops jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -54,6 +58,7 @@ DECLARE
     v_taken    integer[];
     v_mine     integer;
     v_contended boolean;
+    v_value    jsonb;
     r          record;
 BEGIN
     -- The ops in order, each read once into its typed fields (a field an op does not
@@ -144,14 +149,17 @@ BEGIN
                     -- version was drawn before it waited on a conflicting row, and while
                     -- it waited another acquirer may have held and released the slot
                     -- with a later version.
+                    -- Drawn into variables first (the row is this transaction's now):
+                    -- Citus refuses a VOLATILE function in an UPDATE of a distributed
+                    -- table.
                     v_now := clock_timestamp();
+                    v_value := jsonb_build_object('owner', o.owner,
+                        'since', to_char(v_now AT TIME ZONE 'UTC', c_time));
+                    v_token := nextval('queen.kv_version');
                     UPDATE queen.kv k
-                       SET value = jsonb_build_object('owner', o.owner,
-                               'since', to_char(v_now AT TIME ZONE 'UTC', c_time)),
-                           version = nextval('queen.kv_version'),
+                       SET value = v_value, version = v_token,
                            expires_at = v_now + v_ttl, updated_at = v_now
-                     WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key
-                    RETURNING k.version INTO v_token;
+                     WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key;
                     v_mine := v_slot;
                     EXIT;
                 END IF;
@@ -169,16 +177,20 @@ BEGIN
                 'acquired', false,
                 'reason', CASE WHEN v_contended THEN 'contended' ELSE 'held' END);
         ELSIF o.op = 'renew' THEN
-            v_token := o.token;
-            UPDATE queen.kv k
-               SET version = nextval('queen.kv_version'),
-                   expires_at = v_now + v_ttl, updated_at = v_now
+            -- The row locked first, then its new version drawn and written: Citus
+            -- refuses nextval in an UPDATE of a distributed table, and a version drawn
+            -- before the lock could be lower than one a concurrent renew wrote.
+            PERFORM 1 FROM queen.kv k
              WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key
                AND COALESCE(k.expires_at, 'infinity') > v_now
-               AND (k.version = v_token
+               AND (k.version = o.token
                     OR (o.owner IS NOT NULL AND k.value ->> 'owner' = o.owner))
-            RETURNING k.version INTO v_token;
+               FOR UPDATE;
             IF FOUND THEN
+                v_token := nextval('queen.kv_version');
+                UPDATE queen.kv k
+                   SET version = v_token, expires_at = v_now + v_ttl, updated_at = v_now
+                 WHERE k.tenant = p_tenant AND k.namespace = c_ns AND k.key = v_key;
                 v_results := v_results || jsonb_build_object(
                     'renewed', true, 'slot', v_slot, 'token', v_token,
                     'guard', jsonb_build_object('op', 'check', 'ns', c_ns,

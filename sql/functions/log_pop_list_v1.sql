@@ -26,8 +26,12 @@
 -- p_skip_window = true makes the broker's revisit wheel the authority on windowBuffer;
 -- delayedProcessing is always enforced here.
 --
--- Locks: as queen.log_pop_v3 for each claim. The state explaining an empty claim is read
--- without locks. No notifications.
+-- A candidate whose cursor the claim would create is first checked against the tenant's
+-- consumer-group limit (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT; with a
+-- limit set that is one cursor read per candidate more, none without one).
+-- Locks: as queen.log_pop_v3 for each claim, and the limit's advisory lock for a group
+-- new to the tenant. The state explaining an empty claim is read without locks. No
+-- notifications.
 CREATE OR REPLACE FUNCTION queen.log_pop_list_v1(
     p_tenant        text,
     p_queue         text,
@@ -83,6 +87,9 @@ DECLARE
     v_pending    bigint[] := '{}';
     v_names      text[] := '{}';
     i            integer;
+    -- Whether a group limit applies to this pop: read once, not per candidate.
+    v_limited    boolean := p_group <> '__QUEUE_MODE__'
+                            AND queen.tenant_limit_v1('queen.max_groups') IS NOT NULL;
 BEGIN
     SELECT * INTO v_q FROM queen.log_pop_options_v1(p_tenant, p_queue, p_group);
     v_qid := v_q.queue_id;
@@ -108,6 +115,10 @@ BEGIN
             v_retry := v_retry || NULL::timestamptz;
             v_pending := v_pending || 0::bigint;
             CONTINUE;
+        END IF;
+        -- The claim may create the group's cursor (first contact): the group limit first.
+        IF v_limited THEN
+            PERFORM queen.tenant_group_admit_v1(v_qid, v_pid, p_group);
         END IF;
 
         SELECT array_agg(r), coalesce(sum(r.take), 0), max(r.claim_end)

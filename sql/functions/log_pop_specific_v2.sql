@@ -11,7 +11,10 @@
 -- Does not register a durable subscription: the pop-carried intent (sub_mode, sub_from)
 -- only seeds a first-contact cursor (queen.log_seed_cursor_v1).
 -- Rows: queue_name, partition_name and the columns of queen.log_pop_row; none when nothing
--- was claimed. Locks: as queen.log_pop_v3. No notifications.
+-- was claimed. A first contact of a group new to the tenant is checked against its
+-- consumer-group limit first (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT).
+-- Locks: as queen.log_pop_v3, and the limit's advisory lock when a limit is set and the
+-- cursor is missing. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_pop_specific_v2(
     p_pop       queen.log_pop_args,
     p_queue     text,
@@ -34,6 +37,8 @@ BEGIN
     IF v_pid IS NULL THEN
         RETURN;
     END IF;
+    -- The claim may create the group's cursor (first contact): the group limit first.
+    PERFORM queen.tenant_group_admit_v1(v_q.queue_id, v_pid, p_pop.consumer_group);
 
     SELECT array_agg(r) INTO v_rows
     FROM queen.log_pop_v3(v_q.queue_id, v_pid, p_pop.consumer_group, p_pop.worker,

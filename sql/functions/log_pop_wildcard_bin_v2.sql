@@ -21,6 +21,8 @@
 --      takes the subscription row with SKIP LOCKED: a pop that cannot lock it leaves the
 --      check to the one that can.
 --
+-- A cursor the claims create (first contact) is checked against the tenant's
+-- consumer-group limit first (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT).
 -- Rows: queue_name, partition_name and the columns of queen.log_pop_row, per claimed
 -- segment slice. Locks: as queen.log_pop_v3 per claim, plus the subscription row during a
 -- watermark check. Never waits on another pop's transaction except a concurrent seeder's
@@ -78,7 +80,7 @@ BEGIN
                   ELSE least(greatest(p_pop.partitions * 4, 64), 512) END;
 
     FOR v_cand IN
-        SELECT p.id, p.name
+        SELECT p.id, p.name, c.partition_id IS NULL AS fresh
         FROM queen.log_partitions p
         LEFT JOIN queen.log_consumers c
           ON c.partition_id = p.id AND c.consumer_group = p_pop.consumer_group
@@ -89,6 +91,10 @@ BEGIN
         ORDER BY random()
         LIMIT v_cap
     LOOP
+        IF v_cand.fresh THEN
+            -- The claim creates the group's cursor here: the group limit first.
+            PERFORM queen.tenant_group_admit_v1(v_qid, v_cand.id, p_pop.consumer_group);
+        END IF;
         SELECT array_agg(r) INTO v_rows
         FROM queen.log_pop_v3(v_qid, v_cand.id, p_pop.consumer_group, p_pop.worker,
                               v_budget, v_lease, p_pop.auto_ack, p_pop.sub_mode,

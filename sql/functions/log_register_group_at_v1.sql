@@ -17,8 +17,11 @@
 --
 -- Returns the stored policy, which is the request's only when this call registered the
 -- group.
+-- The group is checked against the tenant's consumer-group limit before its cursors are
+-- seeded (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT).
 -- Locks: the metadata row it inserts and the cursor rows it seeds; a concurrent first
--- contact waits for this insert. No notifications.
+-- contact waits for this insert; the limit's advisory lock when a limit is set. No
+-- notifications.
 CREATE OR REPLACE FUNCTION queen.log_register_group_at_v1(
     p_qid         bigint,
     p_group       text,
@@ -59,6 +62,10 @@ BEGIN
     ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS v_inserted = ROW_COUNT;
     IF v_inserted = 1 THEN
+        -- The consumer-group limit, before the first cursor (after the subscription's
+        -- insert: on the layout a reference table is written before, not after, a read
+        -- over every shard).
+        PERFORM queen.tenant_group_admit_v1(p_qid, NULL, p_group);
         -- One cursor per statement, each on its partition's shard: Citus refuses the
         -- correlated subquery over the segments in one statement over all partitions,
         -- and a parallel multi-shard insert before the transaction's reference writes.

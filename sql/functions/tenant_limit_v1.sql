@@ -2,17 +2,20 @@
 --
 -- The value of one tenant limit: the session setting p_name (queen.max_queues,
 -- queen.max_partitions or queen.max_groups) as an integer; NULL when it is unset, empty or
--- 0, meaning no limit. The limit triggers (queues_limit, partitions_limit and groups_limit,
--- all queen.tenant_limit_guard_v1) read it.
+-- 0, meaning no limit. The limit triggers (queues_limit and partitions_limit, both
+-- queen.tenant_limit_guard_v1) and the group check (queen.tenant_group_admit_v1) read it.
 --
 -- How the tenant limits work (this is the one place that explains them). The limits are
 -- the broker's settings QUEEN_TENANT_MAX_QUEUES, QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE and
 -- QUEEN_TENANT_MAX_CONSUMER_GROUPS, handed to PostgreSQL as those session settings on
--- every pooled connection. The checks are BEFORE INSERT triggers, so every path that
--- creates a queue, a partition or a consumer group's cursor is covered (the push
--- functions, configure, the pop's first contact, seek) without touching those functions,
--- and they cost nothing on the per-message paths: a row is inserted once per queue,
--- partition, or (partition, group).
+-- every pooled connection. The queue and partition checks are BEFORE INSERT triggers on
+-- tables written through the coordinator on the Citus layout, so every path that creates
+-- a queue or a partition is covered (the push functions, configure, the pop) without
+-- touching those functions, and they cost nothing on the per-message paths: a row is
+-- inserted once per queue or partition. The consumer-group check is
+-- queen.tenant_group_admit_v1, called by each function that creates a cursor (the pop
+-- drivers before a first contact, registration, seek): a cursor is inserted on its
+-- worker on the layout, where a trigger has no session settings (it says more).
 --
 -- Each check takes a transaction-scoped advisory lock (per tenant for queues and groups,
 -- per queue for partitions) before it counts, so concurrent creations are counted one

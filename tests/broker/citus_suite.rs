@@ -47,24 +47,17 @@ const ON_CITUS: &[&str] = &[
     // Retention of segments, dead letters and partitions; offset reads of what changed.
     "retention::",
     "reads_changed::",
+    // Locks and semaphores (permits in `kv`, distributed by tenant): the ops, the tenants'
+    // isolation, a slot won by a concurrent writer.
+    "locks::ops::",
+    "locks::access::",
+    "locks::races::",
 ];
 
 /// Tests under [`ON_CITUS`] that still fail on the layout (libtest's `--skip`: a test is
 /// left out when its path contains one); docs/scale-out.md ("What still fails") has why.
 const NOT_YET: &[&str] = &[
-    // Locks and semaphores: six of its seven calls fail on the layout.
-    "compat_python::the_python_client_takes_locks_and_semaphores",
-    // Re-applying a function file that attaches a trigger on a laid-out database: Citus
-    // sends the file's statements to the workers as one ("cannot insert multiple
-    // commands into a prepared statement").
-    "upgrade::a_database_of_main_d5ce15b_with_data_upgrades_and_loses_nothing",
-    "upgrade::a_fresh_install_and_an_upgraded_database_end_at_the_same_schema",
-    "retention_concurrency::one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn",
-    // The consumer-group limit: its trigger fires on a worker, where the broker's limit
-    // settings are not set (docs/scale-out.md, "What still fails").
-    "tenants::limits::concurrent_creations_of_queues_and_groups_never_overshoot",
-    "tenants::limits::a_tenant_cannot_read_with_more_consumer_groups_than_its_limit",
-    "transaction::riders::a_guard_at_a_stale_version_fences_the_bundle",
+    // None today: every test under ON_CITUS passes on the layout.
 ];
 
 /// How many tests the sub-run runs at once (the main run keeps going beside it).

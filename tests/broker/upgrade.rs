@@ -314,6 +314,48 @@ async fn a_function_body_that_does_not_parse_fails_the_install_naming_its_file()
     assert_eq!(created, 0, "a refused batch leaves no function behind");
 }
 
+/// Every function file that attaches a trigger is applied again by the installer on a
+/// started database (on Citus a laid-out one, where the triggers sit on distributed and
+/// reference tables), as a release that edits one does at its start, and the triggers are
+/// still there after it.
+#[actix_rt::test]
+async fn the_installer_applies_a_changed_trigger_file_again_on_a_started_database() {
+    // Arrange
+    let pg = postgres::fresh_database().await;
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    let mut sql = connect(&pg).await;
+    let trigger_files: Vec<&SqlFile> = FUNCTIONS
+        .iter()
+        .filter(|f| f.sql.contains("CREATE OR REPLACE TRIGGER"))
+        .collect();
+    assert!(trigger_files.len() >= 2, "{trigger_files:?}");
+    let triggers_before = triggers(&sql).await;
+
+    // Act
+    let citus = crate::support::citus::layout();
+    let applied = functions::apply_files(&mut sql, &trigger_files, citus).await;
+
+    // Assert
+    applied.expect("the trigger files apply again");
+    assert_eq!(triggers(&sql).await, triggers_before);
+    assert!(!triggers_before.is_empty());
+}
+
+/// The triggers of the `queen` schema's tables, as (table, trigger) names.
+async fn triggers(sql: &tokio_postgres::Client) -> Vec<(String, String)> {
+    sql.query(
+        "SELECT c.relname::text, t.tgname::text FROM pg_trigger t
+         JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = 'queen' AND NOT t.tgisinternal ORDER BY 1, 2",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
 /// On an up-to-date database a start reads the history and nothing else: it starts while
 /// another session holds an exclusive lock on the hottest tables, and records nothing
 /// again.
@@ -467,9 +509,11 @@ async fn assert_functions_are_their_files(sql: &tokio_postgres::Client) {
             .unwrap();
     }
     for file in FUNCTIONS {
-        sql.batch_execute(file.sql)
-            .await
-            .unwrap_or_else(|e| panic!("{}: {e:?}", file.file));
+        for statement in file.statements() {
+            sql.batch_execute(statement)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e:?}", file.file));
+        }
     }
     let after = definitions(sql).await;
     sql.batch_execute("ROLLBACK").await.unwrap();

@@ -2,6 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
+use super::statements;
+
 /// One embedded `sql/` file.
 #[derive(Debug, Clone, Copy)]
 pub struct SqlFile {
@@ -19,6 +21,13 @@ impl SqlFile {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect()
+    }
+
+    /// The file's statements in order, which the installer sends one per query: a Citus
+    /// coordinator refuses DDL on a distributed table that arrives with other statements in
+    /// one query ([`statements`] says why).
+    pub fn statements(&self) -> Vec<&'static str> {
+        statements::split(self.sql)
     }
 
     /// The name without `.sql`: a migration's `064_baseline`, a function's `log_pop_v3`.
@@ -80,6 +89,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("078_partition_directory.sql"),
     migration!("079_release_mark_listings_plpgsql.sql"),
     migration!("080_log_pop_args.sql"),
+    migration!("082_release_mark_group_limit_admit.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
@@ -175,6 +185,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("streams_state_get_v1.sql"),
     function!("sweeper_lease_v1.sql"),
     function!("sweeper_release_v1.sql"),
+    function!("tenant_group_admit_v1.sql"),
     function!("tenant_limit_check_v1.sql"),
     function!("tenant_limit_guard_v1.sql"),
     function!("tenant_limit_v1.sql"),

@@ -62,6 +62,8 @@ pub async fn changed(client: &Client) -> Result<Vec<&'static SqlFile>, DbError> 
 /// not parse (or names what is not there) fails the start here, naming its file, instead
 /// of failing its first caller.
 ///
+/// Each file goes one statement per query ([`SqlFile::statements`]).
+///
 /// `citus`: the database is a Citus coordinator, where a file that replaces a trigger on a
 /// distributed or reference table needs `citus.enable_unsafe_triggers` (set for this
 /// transaction only).
@@ -92,9 +94,13 @@ pub async fn apply_files(
             .await
             .map_err(failed("functions"))?;
         for file in files {
-            tx.batch_execute(file.sql)
-                .await
-                .map_err(failed(file.file))?;
+            // One statement per query: Citus refuses a file's trigger DDL on a distributed
+            // table sent with the rest of the file (super::statements).
+            for statement in file.statements() {
+                tx.batch_execute(statement)
+                    .await
+                    .map_err(failed(file.file))?;
+            }
         }
     }
     for file in files {

@@ -78,9 +78,11 @@ pub async fn apply(client: &mut Client) -> Result<Vec<String>, DbError> {
     let mut applied = Vec::new();
     for migration in pending(client).await? {
         let tx = client.transaction().await.map_err(failed(migration.file))?;
-        tx.batch_execute(migration.sql)
-            .await
-            .map_err(failed(migration.file))?;
+        for statement in migration.statements() {
+            tx.batch_execute(statement)
+                .await
+                .map_err(failed(migration.file))?;
+        }
         record(&tx, migration).await?;
         tx.commit().await.map_err(failed(migration.file))?;
         applied.push(migration.file.to_owned());

@@ -29,6 +29,7 @@ pub mod functions;
 mod history;
 pub mod legacy;
 pub mod migrations;
+pub mod statements;
 
 use std::time::{Duration, Instant};
 

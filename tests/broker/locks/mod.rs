@@ -48,13 +48,14 @@ pub fn token(answer: &Value) -> i64 {
         .unwrap_or_else(|| panic!("a token in {answer}"))
 }
 
-/// Every permit row (live or expired) of `queen.kv`, as `(key, version, owner)` by key.
+/// Every permit row (live or expired) of `queen.kv`, as `(key, version, owner)` by key and
+/// version (two tenants' rows of one key come in shard order on the Citus layout).
 pub async fn permit_rows(b: &TestBroker) -> Vec<(String, i64, Option<String>)> {
     b.sql()
         .await
         .query(
             "SELECT key, version, value ->> 'owner' FROM queen.kv \
-             WHERE namespace = 'queen-locks' ORDER BY key",
+             WHERE namespace = 'queen-locks' ORDER BY key, version",
             &[],
         )
         .await

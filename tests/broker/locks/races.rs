@@ -33,12 +33,7 @@ async fn a_slot_won_by_a_concurrent_writer_answers_contended() {
         // Commit once the acquire waits on the rival row.
         let waiting = eventually(Duration::from_secs(10), || async {
             let n: i64 = watcher
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
-                     AND wait_event_type = 'Lock' \
-                     AND query LIKE '%locks_apply_v1%'",
-                    &[],
-                )
+                .query_one(&lock_waiters_sql(), &[])
                 .await
                 .expect("pg_stat_activity")
                 .get(0);
@@ -98,4 +93,21 @@ async fn a_call_the_database_refuses_answers_503_and_applies_nothing() {
     assert_eq!(status, StatusCode::OK, "{resent}");
     assert!(token(&resent["results"][0]) > 0 && token(&resent["results"][1]) > 0);
     assert_eq!(one(&b, get("fine")).await["held"], true);
+}
+
+/// Counts the backends of this test's database waiting for a lock in the acquire. On the
+/// Citus layout the acquire's insert waits on the worker that holds the tenant's `kv`
+/// shard, running the shard's statement rather than the broker's call:
+/// `citus_stat_activity` shows it beside the coordinator's backends, and any lock waiter
+/// of the database is the acquire (the rival only holds).
+fn lock_waiters_sql() -> String {
+    let (view, call) = if crate::support::citus::layout() {
+        ("citus_stat_activity", "")
+    } else {
+        ("pg_stat_activity", " AND query LIKE '%locks_apply_v1%'")
+    };
+    format!(
+        "SELECT count(*) FROM {view} WHERE datname = current_database() \
+         AND wait_event_type = 'Lock'{call}"
+    )
 }

@@ -63,17 +63,7 @@ async fn append_row(
     )
     .await
     .expect("old writer's queue");
-    let row = sql
-        .query_one(
-            "INSERT INTO queen.log_partitions (queue_id, name)
-             SELECT id, $2 FROM queen.queues WHERE tenant = '' AND name = $1
-             ON CONFLICT (queue_id, name) DO UPDATE SET name = excluded.name
-             RETURNING id, last_offset",
-            &[&queue, &partition],
-        )
-        .await
-        .expect("old writer's partition");
-    let (pid, last): (i64, i64) = (row.get(0), row.get(1));
+    let (pid, last) = old_writers_partition(sql, queue, partition).await;
     let count = i64::from(blob.count);
     sql.execute(
         "INSERT INTO queen.log_segments
@@ -122,4 +112,55 @@ pub fn segment(txns: &[&str], ids: &[Uuid]) -> (SegmentBlob, Vec<i64>) {
     }
     let hashes = txns.iter().map(|t| txn_hash(t)).collect();
     (builder.finish(1).unwrap(), hashes)
+}
+
+/// The partition an old writer appends to, created when missing: `(id, last_offset)`. On
+/// the Citus layout through `queen.log_partition_ensure_v1` (the directory holds the
+/// (queue, name) key there, which `queen.log_partitions` lost), unless the schema is one
+/// from before that function (a d5ce15b database, plain tables even on Citus); otherwise
+/// as an old release inserted it.
+async fn old_writers_partition(
+    sql: &tokio_postgres::Client,
+    queue: &str,
+    partition: &str,
+) -> (i64, i64) {
+    let ensure: bool = sql
+        .query_one(
+            "SELECT to_regprocedure('queen.log_partition_ensure_v1(bigint,text)') IS NOT NULL",
+            &[],
+        )
+        .await
+        .expect("look for log_partition_ensure_v1")
+        .get(0);
+    if crate::support::citus::layout() && ensure {
+        let pid: i64 = sql
+            .query_one(
+                "SELECT queen.log_partition_ensure_v1(q.id, $2) FROM queen.queues q
+                 WHERE q.tenant = '' AND q.name = $1",
+                &[&queue, &partition],
+            )
+            .await
+            .expect("old writer's partition")
+            .get(0);
+        let last: i64 = sql
+            .query_one(
+                "SELECT last_offset FROM queen.log_partitions WHERE id = $1",
+                &[&pid],
+            )
+            .await
+            .expect("old writer's partition counters")
+            .get(0);
+        return (pid, last);
+    }
+    let row = sql
+        .query_one(
+            "INSERT INTO queen.log_partitions (queue_id, name)
+             SELECT id, $2 FROM queen.queues WHERE tenant = '' AND name = $1
+             ON CONFLICT (queue_id, name) DO UPDATE SET name = excluded.name
+             RETURNING id, last_offset",
+            &[&queue, &partition],
+        )
+        .await
+        .expect("old writer's partition");
+    (row.get(0), row.get(1))
 }

@@ -201,6 +201,64 @@ async fn a_tenant_cannot_read_with_more_consumer_groups_than_its_limit() {
     b.stop().await;
 }
 
+/// The consumer-group limit holds on every path that creates a group's cursor, not only a
+/// group's first pop of a whole queue: with `QUEEN_TENANT_MAX_CONSUMER_GROUPS=1` a second
+/// group's pop of a named partition and an operator's seek of it are refused and leave no
+/// cursor, while the known group's first pop of a partition created after it registered
+/// is served.
+#[actix_rt::test]
+async fn the_group_limit_holds_for_named_partition_pops_and_seeks_too() {
+    // Arrange
+    let b = broker_with(&[("QUEEN_TENANT_MAX_CONSUMER_GROUPS", "1")]).await;
+    let acme = Caller::admin_of(&b.base, "acme");
+    acme.push("q", "p", &[json!(1)]).await;
+    assert_eq!(
+        acme.pop("/api/v1/pop/queue/q?consumerGroup=g1&autoAck=true")
+            .await
+            .len(),
+        1
+    );
+    acme.push("q", "late", &[json!(2)]).await;
+
+    // Act
+    let (named_status, named_body) = acme
+        .get("/api/v1/pop/queue/q/partition/p?consumerGroup=g2&autoAck=true")
+        .await;
+    let (seek_status, seek_body) = acme
+        .post(
+            "/api/v1/consumer-groups/g2/queues/q/seek",
+            &json!({ "toEnd": true }),
+        )
+        .await;
+    let known = acme
+        .pop("/api/v1/pop/queue/q/partition/late?consumerGroup=g1&autoAck=true")
+        .await;
+
+    // Assert
+    assert_limit(
+        named_status,
+        &named_body,
+        "QUEEN_TENANT_MAX_CONSUMER_GROUPS",
+    );
+    assert_limit(seek_status, &seek_body, "QUEEN_TENANT_MAX_CONSUMER_GROUPS");
+    assert_eq!(
+        known.len(),
+        1,
+        "a known group's new partition is nothing new"
+    );
+    let g2 = b
+        .sql()
+        .await
+        .query_one(
+            "SELECT count(*) FROM queen.log_consumers WHERE consumer_group = 'g2'",
+            &[],
+        )
+        .await
+        .expect("count cursors");
+    assert_eq!(g2.get::<_, i64>(0), 0);
+    b.stop().await;
+}
+
 /// `QUEEN_TENANT_MAX_POP_BATCH` and `QUEEN_TENANT_MAX_POP_TIMEOUT_MS`: a pop asking for
 /// more is refused at once and pops nothing; a pop asking for nothing gets the ceilings as
 /// its defaults.

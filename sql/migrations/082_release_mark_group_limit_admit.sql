@@ -1,0 +1,18 @@
+-- 082_release_mark_group_limit_admit: no schema change; marks this release's edited
+-- function files, so a node of the previous release restarted during a rolling upgrade
+-- leaves them alone (README, "Rolling upgrades").
+--
+-- The consumer-group limit moves from the trigger groups_limit on queen.log_consumers
+-- (which fired on the cursor's worker on the Citus layout, without the broker's limit
+-- settings) to queen.tenant_group_admit_v1 (new), called where cursors are created:
+-- - edited in place, same signatures: tenant_limit_guard_v1 (its groups branch gone; its
+--   file drops the trigger groups_limit), tenant_limit_v1 (header), log_register_group_at_v1,
+--   consumer_group_seek_v1, and the pop entry points of both versions (080):
+--   log_pop_specific_v1/_v2, log_pop_list_v1/_v2, log_pop_wildcard_bin_v1/_v2 (each
+--   calls queen.tenant_group_admit_v1 first).
+-- Also edited in place for the Citus layout: lock_slots_v1 (PL/pgSQL) and locks_apply_v1
+-- (new versions drawn into a variable before the UPDATE; a renew locks the row first).
+-- During a rolling upgrade, cursors created by nodes of the previous release are not
+-- checked against the group limit (their functions do not call the new one).
+-- Takes no lock; no data; no notifications.
+SELECT 1;
