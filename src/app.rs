@@ -21,11 +21,10 @@ use crate::broker::Broker;
 use crate::config::{Config, DatabaseSource, EmbeddedSettings, ExternalSettings};
 use crate::db::embedded::{EmbeddedError, EmbeddedOptions, EmbeddedPostgres};
 use crate::db::{schema, Db, DbError, PoolShape};
-use crate::http::auth;
+use crate::http::front;
 use crate::http::gate::Gate;
 use crate::http::routes::routes;
 use crate::http::state::AppState;
-use crate::http::{slashes, timing};
 use crate::limiter::Limiter;
 use crate::log::push::combiner::{CombineConfig, PushCombiner};
 use crate::log::push::window::DedupWindows;
@@ -277,11 +276,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         state.broker.registry.adopt_worker_thread();
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
-            // Innermost first: timing sees the normalised path's route pattern, and the
-            // gate judges the normalised path.
-            .wrap(from_fn(timing::observe))
-            .wrap(from_fn(auth::guard))
-            .wrap(from_fn(slashes::merge))
+            .wrap(from_fn(front::front))
             .configure(routes)
     })
     // A client that closes its connection ends its request: actix then drops the handler's

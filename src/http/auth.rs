@@ -1,5 +1,5 @@
-//! The authentication middleware in front of every route: a pass-through unless
-//! `JWT_ENABLED` is on, when the [`Gate`](super::gate::Gate) judges each request. It lets
+//! The authentication step in front of every route (run by `front::front`): a pass-through
+//! unless `JWT_ENABLED` is on, when the [`Gate`](super::gate::Gate) judges each request. It lets
 //! the skip paths (the probes) and the console's static files through, reads the bearer
 //! token, has `crate::auth` verify it, resolves the caller's tenant from the token's tenant
 //! claim, checks the role the route needs, and leaves the caller's [`Identity`] and
@@ -13,39 +13,30 @@
 //! the path shows (the metrics of that tenant only); without one the path acts in the
 //! default tenant, the operator's.
 
-use actix_web::body::{EitherBody, MessageBody};
-use actix_web::dev::ServiceResponse;
-use actix_web::middleware::Next;
-use actix_web::{web, Error, HttpMessage, ResponseError};
-
-use super::state::AppState;
 use actix_web::dev::ServiceRequest;
+use actix_web::{web, HttpMessage};
 
-/// The middleware function (`actix_web::middleware::from_fn(guard)`); a pass-through when
-/// authentication is off.
-pub async fn guard(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, Error> {
+use super::error::ApiError;
+use super::state::AppState;
+
+/// Judges a request (called by `front::front` after the slashes are merged): `Ok` lets it
+/// through, with the caller's identity and tenant in its extensions when a token was read;
+/// `Err` is the refusal to answer with. Always `Ok` when authentication is off.
+pub async fn admit(req: &ServiceRequest) -> Result<(), ApiError> {
     let gate = req
         .app_data::<web::Data<AppState>>()
         .and_then(|state| state.gate.clone());
     let Some(gate) = gate else {
-        return Ok(next.call(req).await?.map_into_left_body());
+        return Ok(());
     };
-    // Boxed: a request that waits long (a parked pop) keeps this future, which then
+    // Boxed: a request that waits long (a parked pop) keeps its front future, which then
     // need not be sized for the token check's state (README, "Parked long-polls").
-    match Box::pin(gate.admit(&req)).await {
-        Ok(identity) => {
-            if let Some((identity, tenant)) = identity {
-                let mut extensions = req.extensions_mut();
-                extensions.insert(identity);
-                extensions.insert(tenant);
-            }
-            Ok(next.call(req).await?.map_into_left_body())
-        }
-        Err(refusal) => Ok(req.into_response(refusal.error_response().map_into_right_body())),
+    if let Some((identity, tenant)) = Box::pin(gate.admit(req)).await? {
+        let mut extensions = req.extensions_mut();
+        extensions.insert(identity);
+        extensions.insert(tenant);
     }
+    Ok(())
 }
 
 #[cfg(test)]

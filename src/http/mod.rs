@@ -6,8 +6,9 @@
 //! [`admin`]); the binary bodies live in [`binary`]; status codes and error bodies are
 //! decided in [`error`] only. The web console's files are served by [`console`];
 //! [`openapi`] describes every route and serves that;
-//! [`timing`] times every request for the latency histograms; [`auth`] is the middleware in
-//! front of every route, and [`gate`] the JWT check it runs when authentication is on;
+//! [`front`] is the one middleware in front of every route: it runs [`slashes`], then
+//! [`auth`] (with [`gate`], the JWT check, when authentication is on), then [`timing`],
+//! which times every request for the latency histograms;
 //! [`fallback`] answers the paths and methods no route serves.
 
 pub mod ack;
@@ -20,6 +21,7 @@ pub mod console;
 pub mod ephemeral;
 pub mod error;
 pub mod fallback;
+pub mod front;
 pub mod gate;
 pub mod health;
 pub mod json_field;

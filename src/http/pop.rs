@@ -106,9 +106,12 @@ pub async fn pop_discover(
     state: web::Data<AppState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let query = Query::parse(req.query_string())?;
-    let namespace = query.text("namespace").map(str::to_owned);
-    let task = query.text("task").map(str::to_owned);
+    // The parsed query (a map of owned strings) is not kept while the pop waits.
+    let (namespace, task) = {
+        let query = Query::parse(req.query_string())?;
+        let owned = |name| query.text(name).map(str::to_owned);
+        (owned("namespace"), owned("task"))
+    };
     if namespace.is_none() && task.is_none() {
         return Err(ApiError::bad_request(
             "a pop without a queue needs a namespace or a task",
@@ -122,11 +125,15 @@ async fn serve(
     req: &HttpRequest,
     scope: Scope,
 ) -> Result<HttpResponse, ApiError> {
-    let query = Query::parse(req.query_string())?;
-    let config = &state.broker.config;
-    let (request, asked) =
-        parse_request(&query, scope, config.pop.default_timeout, &config.limits)?;
-    let framed = query.flag("frames", false)?;
+    // The parsed query (a map of owned strings) lives only while the request is read: a
+    // parked pop keeps what it waits with, not its query (README, "Parked long-polls").
+    let (request, asked, framed) = {
+        let query = Query::parse(req.query_string())?;
+        let config = &state.broker.config;
+        let (request, asked) =
+            parse_request(&query, scope, config.pop.default_timeout, &config.limits)?;
+        (request, asked, query.flag("frames", false)?)
+    };
     let tenant = state.tenant(req);
     let mut echo = Echo::default();
     if asked.conflation {

@@ -1,7 +1,6 @@
 //! The route table: every route, in the order actix tries them (the admin family's own
 //! table is `admin::routes`).
 
-use actix_web::middleware::from_fn;
 use actix_web::web;
 
 use super::fallback::{method_not_allowed, no_route};
@@ -38,14 +37,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/pop")
             .app_data(timing::Route("/api/v1/pop"))
-            .wrap(from_fn(pop::headers::shed))
             .route(web::get().to(pop::pop_discover))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/pop/queue/{queue}")
             .app_data(timing::Route("/api/v1/pop/queue/{queue}"))
-            .wrap(from_fn(pop::headers::shed))
             .route(web::get().to(pop::pop_queue))
             .default_service(web::to(method_not_allowed)),
     )
@@ -54,7 +51,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .app_data(timing::Route(
                 "/api/v1/pop/queue/{queue}/partition/{partition}",
             ))
-            .wrap(from_fn(pop::headers::shed))
             .route(web::get().to(pop::pop_partition))
             .default_service(web::to(method_not_allowed)),
     )

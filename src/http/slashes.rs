@@ -4,24 +4,17 @@
 //! the broker's CPU in a `perf` profile of batch-10 pop+ack); this one looks for `//`
 //! first and rewrites only the paths that have it.
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::ServiceRequest;
 use actix_web::http::uri::{PathAndQuery, Uri};
-use actix_web::middleware::Next;
-use actix_web::Error;
 
-/// The middleware function (`actix_web::middleware::from_fn(merge)`).
-pub async fn merge(
-    mut req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
+/// Routes a path with doubled slashes as its merged path (called first by `front::front`).
+pub fn merge(req: &mut ServiceRequest) {
     if req.path().contains("//") {
         if let Some(uri) = merged_uri(req.uri()) {
             req.match_info_mut().get_mut().update(&uri);
             req.head_mut().uri = uri;
         }
     }
-    next.call(req).await
 }
 
 /// `uri` with every run of slashes in its path made one; `None` when it cannot be rebuilt

@@ -1,16 +1,14 @@
-//! Request timing: an actix middleware that observes every answered request's handling time
+//! Request timing: observes every answered request's handling time
 //! in `queen_http_request_duration_seconds{route, method}` (the route's pattern, so the
 //! label set stays small) and the push, pop and ack ones in their own histograms.
 //!
-//! It wraps the whole app, so no handler has to time itself.
+//! `front::front` runs it around the whole app, so no handler has to time itself.
 
 use std::borrow::Cow;
 use std::time::Instant;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::Error;
+use actix_web::dev::ServiceResponse;
+use actix_web::http::Method;
 
 use crate::metrics::latency::latency;
 
@@ -20,20 +18,15 @@ use crate::metrics::latency::latency;
 #[derive(Debug, Clone, Copy)]
 pub struct Route(pub &'static str);
 
-/// The middleware function (`actix_web::middleware::from_fn(observe)`).
-pub async fn observe(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
-    let started = Instant::now();
-    let method = req.method().as_str().to_owned();
-    let answer = next.call(req).await?;
+/// Observes an answered request's handling time, from `started` (called by `front::front`
+/// once the routes answered; a request the gate refused is not timed).
+pub fn observe<B>(answer: &ServiceResponse<B>, started: Instant, method: &Method) {
     let elapsed = started.elapsed().as_secs_f64();
     let route = match answer.request().app_data::<Route>() {
         Some(Route(pattern)) => Cow::Borrowed(*pattern),
         None => match answer.request().match_pattern() {
             Some(pattern) => Cow::Owned(pattern),
-            None => return Ok(answer), // no route matched: a 404 not worth a label of its own
+            None => return, // no route matched: a 404 not worth a label of its own
         },
     };
     let metrics = latency();
@@ -47,7 +40,6 @@ pub async fn observe(
         .http
         .with_label_values(&[route.as_ref(), method.as_str()])
         .observe(elapsed);
-    Ok(answer)
 }
 
 /// The request families with histograms of their own.

@@ -256,7 +256,15 @@ impl Drop for Parked<'_> {
 
 /// Runs a pop; `None` means nothing to deliver before the deadline. An auto-ack delivery
 /// is committed only by [`Claim::commit`].
-#[instrument(skip_all, fields(consumer_group = req.group.as_str(), batch_size = req.batch))]
+///
+/// Its span is at debug level, as the per-request events are: a span the output layer
+/// records lives in the subscriber's registry (a slot, an extensions map and the formatted
+/// fields) for as long as its pop is parked (README, "Parked long-polls").
+#[instrument(
+    level = "debug",
+    skip_all,
+    fields(consumer_group = req.group.as_str(), batch_size = req.batch)
+)]
 pub async fn pop<'a>(
     broker: &'a Broker,
     tenant: &'a Tenant,

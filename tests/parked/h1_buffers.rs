@@ -9,9 +9,11 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use actix_web::middleware::from_fn;
-use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
-use queen::http::pop::headers::shed;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::HeaderMap;
+use actix_web::middleware::{from_fn, Next};
+use actix_web::{web, App, Error, HttpRequest, HttpResponse, HttpServer};
 use tokio::sync::watch;
 
 use crate::live_heap::{blocks_by_size, growth, live_bytes};
@@ -37,6 +39,16 @@ async fn wait(gate: web::Data<Gate>) -> HttpResponse {
     let mut open = gate.open.subscribe();
     let _ = open.wait_for(|open| *open).await;
     HttpResponse::Ok().body("woken")
+}
+
+/// Sheds a request's headers as the broker's front middleware does for a pop
+/// (`queen::http::pop::headers::shed`, which knows only the broker's pop paths).
+async fn shed(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    *req.headers_mut() = HeaderMap::new();
+    next.call(req).await
 }
 
 /// `POST /echo`: the length of the `x-pad` header, a space, and the body.

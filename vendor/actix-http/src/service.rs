@@ -234,7 +234,10 @@ where
     {
         let tcp_nodelay = self.cfg.tcp_nodelay();
 
-        fn_service(move |io: TcpStream| async move {
+        // Queen patch (vendor/actix-http/PATCHES.md, "An HTTP/1.1 connection's task holds
+        // its dispatcher once"): the peek is boxed, so the connection's task is not sized
+        // for it after it finished.
+        fn_service(move |io: TcpStream| Box::pin(async move {
             // subset of HTTP/2 preface defined by RFC 9113 §3.4
             // this subset was chosen to maximize likelihood that peeking only once will allow us to
             // reliably determine version or else it should fallback to h1 and fail quickly if data
@@ -257,7 +260,7 @@ where
 
             let peer_addr = io.peer_addr().ok();
             Ok((io, proto, peer_addr))
-        })
+        }))
         .and_then(self)
     }
 }
@@ -978,13 +981,13 @@ where
 
             Protocol::Http1 => HttpServiceHandlerResponse {
                 state: State::H1 {
-                    dispatcher: h1::Dispatcher::new(
+                    dispatcher: Box::pin(h1::Dispatcher::new(
                         io,
                         Rc::clone(&self.flow),
                         self.cfg.clone(),
                         peer_addr,
                         conn_data,
-                    ),
+                    )),
                 },
             },
 
@@ -1014,7 +1017,9 @@ pin_project! {
         U: Service<(Request, Framed<T, h1::Codec>), Response = ()>,
         U::Error: fmt::Display,
     {
-        H1 { #[pin] dispatcher: h1::Dispatcher<T, S, B, X, U> },
+        // Queen patch (vendor/actix-http/PATCHES.md, "An HTTP/1.1 connection's task holds
+        // its dispatcher once"): boxed.
+        H1 { dispatcher: Pin<Box<h1::Dispatcher<T, S, B, X, U>>> },
     }
 }
 
@@ -1039,7 +1044,9 @@ pin_project! {
         U: Service<(Request, Framed<T, h1::Codec>), Response = ()>,
         U::Error: fmt::Display,
     {
-        H1 { #[pin] dispatcher: h1::Dispatcher<T, S, B, X, U> },
+        // Queen patch (vendor/actix-http/PATCHES.md, "An HTTP/1.1 connection's task holds
+        // its dispatcher once"): boxed.
+        H1 { dispatcher: Pin<Box<h1::Dispatcher<T, S, B, X, U>>> },
 
         // Queen patch (vendor/actix-http/PATCHES.md, "An HTTP/1.1 connection's task is
         // not sized for HTTP/2"): both HTTP/2 states are boxed.
@@ -1105,7 +1112,7 @@ where
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.as_mut().project().state.project() {
-            StateProj::H1 { dispatcher } => dispatcher.poll(cx),
+            StateProj::H1 { dispatcher } => dispatcher.as_mut().poll(cx),
 
             #[cfg(feature = "http2")]
             StateProj::H2 { dispatcher } => dispatcher.as_mut().poll(cx),

@@ -181,6 +181,10 @@ pin_project! {
         ka_timer: TimerState,
         shutdown_timer: TimerState,
         graceful_shutdown: Option<crate::config::GracefulShutdownFuture>,
+        // Queen patch (vendor/actix-http/PATCHES.md, "A waiting connection holds no
+        // shutdown future"): set while `graceful_shutdown` was dropped for a pending
+        // service call, so the next poll asks for it again.
+        graceful_shutdown_released: bool,
 
         pub(super) io: Option<T>,
         read_buf: BytesMut,
@@ -302,6 +306,7 @@ where
                     ka_timer: TimerState::new(config.keep_alive().enabled()),
                     shutdown_timer: TimerState::new(config.client_disconnect_deadline().is_some()),
                     graceful_shutdown: config.graceful_shutdown(),
+                    graceful_shutdown_released: false,
 
                     io: Some(io),
                     read_buf: BytesMut::with_capacity(HW_BUFFER_SIZE),
@@ -1158,6 +1163,14 @@ where
     fn poll_graceful_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) {
         let this = self.as_mut().project();
 
+        // Queen patch (vendor/actix-http/PATCHES.md, "A waiting connection holds no
+        // shutdown future"): asked for again after a pending service call; a shutdown
+        // that started meanwhile resolves it at once.
+        if *this.graceful_shutdown_released {
+            *this.graceful_shutdown_released = false;
+            *this.graceful_shutdown = this.config.graceful_shutdown();
+        }
+
         let notified = this
             .graceful_shutdown
             .as_mut()
@@ -1499,6 +1512,11 @@ where
                     if matches!(*inner_p.state, State::ServiceCall { .. }) {
                         release_empty(inner_p.read_buf);
                         release_empty(inner_p.write_buf);
+                        // Queen patch (vendor/actix-http/PATCHES.md, "A waiting connection
+                        // holds no shutdown future").
+                        if inner_p.graceful_shutdown.take().is_some() {
+                            *inner_p.graceful_shutdown_released = true;
+                        }
                     }
 
                     trace_timer_states(
