@@ -285,16 +285,21 @@ pub async fn pop<'a>(
         },
         deadline: Instant::now() + req.timeout,
     };
-    match serve(&pop).await {
-        // Nothing was claimed: the server rolled the failed claim back (a deadlock of a
-        // group's first pops on the Citus layout's reference tables, a claim that met its
-        // shard moved by a rebalance), so one more try, to the same deadline, is safe and
-        // usually gets past it; a second failure answers 503.
-        Err(e) if e.is_transient() => {
-            warn!(error = ?e, "pop met a transient database error; trying once more");
-            serve(&pop).await
+    // One await point for both tries, so a parked pop's future holds one `serve` state
+    // (tests/parked).
+    let mut retried = false;
+    loop {
+        match serve(&pop).await {
+            // Nothing was claimed: the server rolled the failed claim back (a deadlock of
+            // a group's first pops on the Citus layout's reference tables, a claim that met
+            // its shard moved by a rebalance), so one more try, to the same deadline, is
+            // safe and usually gets past it; a second failure answers 503.
+            Err(e) if e.is_transient() && !retried => {
+                warn!(error = ?e, "pop met a transient database error; trying once more");
+                retried = true;
+            }
+            result => return result,
         }
-        result => result,
     }
 }
 

@@ -77,6 +77,7 @@ async fn a_parked_pop_holds_at_most_5_kib_and_its_connection_serves_after_its_wa
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let per_parked = (live_bytes() - before) / POPS as isize;
     let grown = growth(&sizes_before, &blocks_by_size(), POPS);
+    eprintln!("a parked pop holds {per_parked} heap bytes");
     b.push("wake-me", "p", &[json!("wake")]).await;
     let answer = woken.answer().await;
 

@@ -167,7 +167,9 @@ pin_project! {
         peer_addr: Option<net::SocketAddr>,
         conn_data: Option<Rc<Extensions>>,
         config: ServiceConfig,
-        error: Option<DispatchError>,
+        // Queen patch (vendor/actix-http/PATCHES.md, "A connection's pending error is boxed"):
+        // upstream holds the error inline (88 bytes) in every connection.
+        error: Option<Box<DispatchError>>,
 
         #[pin]
         pub(super) state: State<S, B, X>,
@@ -990,7 +992,7 @@ where
                                 this.messages.push_back(DispatcherMessage::Error(
                                     Response::internal_server_error().drop_body(),
                                 ));
-                                *this.error = Some(DispatchError::InternalError);
+                                *this.error = Some(Box::new(DispatchError::InternalError));
                                 break;
                             }
                         }
@@ -1005,7 +1007,7 @@ where
                                 this.messages.push_back(DispatcherMessage::Error(
                                     Response::internal_server_error().drop_body(),
                                 ));
-                                *this.error = Some(DispatchError::InternalError);
+                                *this.error = Some(Box::new(DispatchError::InternalError));
                                 break;
                             }
                         }
@@ -1020,7 +1022,7 @@ where
                     trace!("I/O error: {}", &err);
                     self.as_mut().client_disconnected();
                     this = self.as_mut().project();
-                    *this.error = Some(DispatchError::Io(err));
+                    *this.error = Some(Box::new(DispatchError::Io(err)));
                     break;
                 }
 
@@ -1039,7 +1041,7 @@ where
                         )));
 
                     this.flags.insert(Flags::READ_DISCONNECT);
-                    *this.error = Some(ParseError::TooLarge.into());
+                    *this.error = Some(Box::new(ParseError::TooLarge.into()));
 
                     break;
                 }
@@ -1057,7 +1059,7 @@ where
                     ));
 
                     this.flags.insert(Flags::READ_DISCONNECT);
-                    *this.error = Some(err.into());
+                    *this.error = Some(Box::new(err.into()));
                     break;
                 }
             }
@@ -1488,7 +1490,7 @@ where
                     if state_is_none && inner_p.write_buf.is_empty() {
                         if let Some(err) = inner_p.error.take() {
                             error!("stream error: {}", &err);
-                            return Poll::Ready(Err(err));
+                            return Poll::Ready(Err(*err));
                         }
 
                         // disconnect if keep-alive is not enabled
