@@ -10,7 +10,7 @@
 -- Cursor rows missing for the group are created (at -1, then moved), and the group's
 -- durable subscription is registered when missing, so that its next pop is not a first
 -- contact that would seed over the seek. Its empty-scan watermark is reset, so the SQL
--- candidate scan (queen.log_pop_wildcard_bin_v1) looks at every partition again.
+-- candidate scan (queen.log_pop_wildcard_bin_v2) looks at every partition again.
 --
 -- A live lease is never broken: the group's rows on the queue are locked and, when any of
 -- them holds an unexpired lease, nothing changes and one row comes back with refused =

@@ -46,10 +46,8 @@ DECLARE
     d         record;
     r         queen.dead_letter_row;
 BEGIN
-    SELECT coalesce(array_agg(q.id), '{}'), coalesce(array_agg(q.name), '{}')
-    INTO v_qids, v_qnames
-    FROM queen.queues q
-    WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue);
+    SELECT t.ids, t.names INTO v_qids, v_qnames
+    FROM queen.tenant_queues_v1(p_tenant, p_queue) t;
     SELECT coalesce(array_agg(p.id), '{}'), coalesce(array_agg(p.queue_id), '{}'),
            coalesce(array_agg(p.name), '{}')
     INTO v_pids, v_qofp, v_pnames

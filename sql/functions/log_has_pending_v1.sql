@@ -1,6 +1,6 @@
 -- queen.log_has_pending_v1(p_tenant, p_queue, p_group) -> boolean
 --
--- The cheap probe of the SQL candidate pop path (queen.log_pop_wildcard_bin_v1). false
+-- The cheap probe of the SQL candidate pop path (queen.log_pop_wildcard_bin_v2). false
 -- means definitively nothing to deliver to this group right now: no partition written since
 -- the group's empty-scan watermark minus two minutes is ahead of the group's cursor and
 -- free of a live lease. The broker can then park the pop without taking a permit or running

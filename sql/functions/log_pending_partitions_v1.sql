@@ -10,7 +10,7 @@
 -- the end of its quiet period (the newest segment's created_at + window_buffer).
 --
 -- Also answers whether the group has met the queue at all (registered = false means the
--- first pop must take the SQL path, queen.log_pop_wildcard_bin_v1, which seeds every
+-- first pop must take the SQL path, queen.log_pop_wildcard_bin_v2, which seeds every
 -- cursor) and the queue's deferral settings the broker caches. Random order, at most
 -- p_limit rows; when the group is not registered or nothing is pending, one row with
 -- partition_id NULL carries the queue-level columns. No row for an unknown queue.

@@ -13,7 +13,7 @@
 -- distributed or reference table ("parameterized queries for SQL functions referencing
 -- distributed tables are not supported"), and its tables are reference tables there
 -- (docs/scale-out.md). On PostgreSQL one function call more per pop of
--- queen.log_pop_list_v1, queen.log_pop_wildcard_bin_v1 and queen.log_pop_specific_v1
+-- queen.log_pop_list_v2, queen.log_pop_wildcard_bin_v2 and queen.log_pop_specific_v2
 -- than the inlined LANGUAGE sql body. Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_pop_options_v1(
     p_tenant text,

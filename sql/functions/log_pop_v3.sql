@@ -3,8 +3,8 @@
 --                  p_ttl, p_max_wait, p_retry_limit, p_dead_letters, p_retry_dead_letters)
 --   -> SETOF queen.log_pop_row
 --
--- The per-partition claim every SQL pop path funnels into (queen.log_pop_list_v1,
--- queen.log_pop_wildcard_bin_v1, queen.log_pop_specific_v1). The queue's options are given
+-- The per-partition claim every SQL pop path funnels into (queen.log_pop_list_v2,
+-- queen.log_pop_wildcard_bin_v2, queen.log_pop_specific_v2). The queue's options are given
 -- by the caller, which reads them once (queen.log_pop_options_v1): p_delay
 -- (delayedProcessing seconds), p_window (windowBuffer seconds), p_conflate
 -- (the group's conflation flag), p_ttl, p_max_wait, p_retry_limit, p_dead_letters (file
@@ -15,7 +15,7 @@
 --   2. Claim: the cursor row of (p_pid, p_group), with the partition's last_offset in the
 --      same statement, FOR UPDATE SKIP LOCKED, only when it has no live lease and no
 --      retry_at still ahead (a retryDelay hold is left alone like a lease;
---      queen.log_pop_list_v1 answers 'delayed' with that time). A missing row (first
+--      queen.log_pop_list_v2 answers 'delayed' with that time). A missing row (first
 --      contact) is created at queen.log_seed_cursor_v1's position under a non-blocking
 --      advisory try-lock; a pop that loses the try-lock returns nothing this cycle.
 --   3. An expired lease (worker_id still set: no ack or release came) is one delivery

@@ -13,7 +13,8 @@
 -- last_offset), so concurrent first pops do not convoy on per-partition inserts. One
 -- insert per partition, in partition id order (on the Citus layout each goes to its
 -- partition's shard; docs/scale-out.md). Called by
--- queen.log_register_group_v1 and by the first contact of queen.log_pop_wildcard_bin_v1.
+-- the broker when a group is registered and by the first contact of
+-- queen.log_pop_wildcard_bin_v2.
 --
 -- Returns the stored policy, which is the request's only when this call registered the
 -- group.

@@ -1,8 +1,8 @@
 -- queen.partition_stats_v1(p_tenant, p_queue) -> one row per partition
 --
 -- Per-partition message counts, the source of the resources and status documents
--- (queen.resources_overview_v1, queen.resources_queues_v1, queen.resources_namespaces_v1,
--- queen.resources_tasks_v1, queen.resource_queue_v1, queen.status_queue_rows_v1 and
+-- (queen.resources_overview_v1, queen.resources_queues_v1, queen.resources_grouped_v1,
+-- queen.resource_queue_v1, queen.status_queue_rows_v1 and
 -- queen.status_queue_v1). One row per partition of the tenant,
 -- of one queue when p_queue is not NULL. Offsets are dense from 0, so a partition has held
 -- last_offset + 1 messages. Counts are relative to the queue-mode cursor (consumer group
@@ -49,10 +49,8 @@ DECLARE
     c       record;
     v_done  bigint;
 BEGIN
-    SELECT coalesce(array_agg(q.id), '{}'), coalesce(array_agg(q.name), '{}')
-    INTO v_ids, v_names
-    FROM queen.queues q
-    WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue);
+    SELECT t.ids, t.names INTO v_ids, v_names
+    FROM queen.tenant_queues_v1(p_tenant, p_queue) t;
     FOR p IN
         SELECT lp.id, lp.queue_id, lp.name, lp.created_at, lp.last_offset, lp.last_write_at
         FROM queen.log_partitions lp

@@ -2,8 +2,8 @@
 --
 -- The tenant's queues grouped by p_by, 'namespace' or 'task' (anything else is taken as
 -- 'task'): {<p_by>s: [{<p_by>, queues, partitions, messages: {total, pending}}]}, by name;
--- queues without one are left out. Counts as defined in queen.partition_stats_v1. The one
--- body of queen.resources_namespaces_v1 and queen.resources_tasks_v1.
+-- queues without one are left out. Counts as defined in queen.partition_stats_v1. Serves
+-- GET /api/v1/resources/namespaces and /tasks.
 --
 -- PL/pgSQL, so that the Citus layout plans it (docs/scale-out.md, "What runs, and how").
 --

@@ -31,10 +31,8 @@ DECLARE
     v_groups jsonb;
     p        record;
 BEGIN
-    SELECT coalesce(array_agg(q.id), '{}'), coalesce(array_agg(q.name), '{}')
-    INTO v_qids, v_qnames
-    FROM queen.queues q
-    WHERE q.tenant = p_tenant AND (p_queue IS NULL OR q.name = p_queue);
+    SELECT t.ids, t.names INTO v_qids, v_qnames
+    FROM queen.tenant_queues_v1(p_tenant, p_queue) t;
     SELECT coalesce(array_agg(lp.id), '{}'), coalesce(array_agg(lp.queue_id), '{}'),
            coalesce(array_agg(lp.name), '{}'), coalesce(array_agg(lp.last_offset), '{}'),
            coalesce(array_agg(lp.last_write_at), '{}'),
