@@ -201,14 +201,8 @@ impl<'a> Pop<'a> {
 /// Runs a pop; `None` means nothing to deliver before the deadline. An auto-ack delivery
 /// is committed only by [`Claim::commit`].
 ///
-/// Its span is at debug level, as the per-request events are: a span the output layer
-/// records lives in the subscriber's registry (a slot, an extensions map and the formatted
-/// fields) for as long as its pop is parked (README, "Parked long-polls").
-#[instrument(
-    level = "debug",
-    skip_all,
-    fields(consumer_group = req.group.as_str(), batch_size = req.batch)
-)]
+/// Its steps carry its span, not the whole pop: a parked pop's future would keep the span
+/// for its whole wait (README, "Parked long-polls").
 pub async fn pop<'a>(
     broker: &'a Broker,
     tenant: &'a Tenant,
@@ -290,6 +284,16 @@ struct Progress {
 }
 
 /// One step of [`pop`]: claim what there is, or say how to wait for more.
+///
+/// Its span is at debug level, as the per-request events are: a span the output layer
+/// records lives in the subscriber's registry (a slot, an extensions map and the formatted
+/// fields) for as long as it is entered or kept.
+#[instrument(
+    level = "debug",
+    name = "pop",
+    skip_all,
+    fields(consumer_group = pop.req.group.as_str(), batch_size = pop.req.batch)
+)]
 async fn step<'a>(pop: &Pop<'a>, progress: &mut Progress) -> Result<Step<'a>, DbError> {
     let req = pop.req;
     match &req.scope {

@@ -7,10 +7,17 @@
 //! registration and the parked count (README, "Parked long-polls"; tests/parked).
 
 use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::task::Poll;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
+use tokio::sync::oneshot;
+use tokio::time::Sleep;
+use tokio_util::sync::WaitForCancellationFuture;
 
 use super::{wait_interval, Pop, Wait};
+use crate::actors::wake_gate::WakeSource;
 use crate::metrics::Metrics;
 
 impl Pop<'_> {
@@ -20,7 +27,7 @@ impl Pop<'_> {
     /// parked pops when the group's reseed falls due, so it waits for a wake or its deadline.
     pub(super) fn park(&self, wait: Wait, attempt: u32) -> impl Future<Output = bool> + '_ {
         let Wait {
-            mut gate,
+            gate,
             until_woken,
             seen_every,
         } = wait;
@@ -41,26 +48,44 @@ impl Pop<'_> {
                 return false;
             };
             let _parked = Parked::count(&self.broker.metrics);
-            let sleep = tokio::time::sleep(pause);
-            // A stopping broker answers its parked pops now, not at their deadline.
-            let drained = self.broker.draining.cancelled();
-            tokio::pin!(sleep, drained);
-            // One hand-written poll of the three, where `select!` over a `timeout` kept a
-            // second copy of the gate and the pause beside its own state.
-            poll_fn(|cx| {
-                if let Some(gate) = gate.as_mut() {
-                    if let Poll::Ready(sent) = std::pin::Pin::new(gate).poll(cx) {
-                        // A gate whose actor stopped ends the wait too, as not woken.
-                        return Poll::Ready(sent.is_ok());
-                    }
-                }
-                if drained.as_mut().poll(cx).is_ready() || sleep.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(false);
-                }
-                Poll::Pending
-            })
-            .await
+            // One pinned place for the three, polled by hand: `select!` over a `timeout`
+            // kept a second copy of the gate and the pause beside its own state.
+            let mut waiting = std::pin::pin!(Waiting {
+                gate,
+                sleep: tokio::time::sleep(pause),
+                // A stopping broker answers its parked pops now, not at their deadline.
+                drained: self.broker.draining.cancelled(),
+            });
+            poll_fn(|cx| waiting.as_mut().poll_woken(cx)).await
         }
+    }
+}
+
+pin_project! {
+    /// What a parked pop waits on, in one pinned place.
+    struct Waiting<'a> {
+        gate: Option<oneshot::Receiver<WakeSource>>,
+        #[pin]
+        sleep: Sleep,
+        #[pin]
+        drained: WaitForCancellationFuture<'a>,
+    }
+}
+
+impl Waiting<'_> {
+    /// Ready with true when the gate opened; with false when the actor dropped the gate
+    /// (a stopped actor), the broker drains or the pause is over.
+    fn poll_woken(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        if let Some(gate) = this.gate.as_mut() {
+            if let Poll::Ready(sent) = Pin::new(gate).poll(cx) {
+                return Poll::Ready(sent.is_ok());
+            }
+        }
+        if this.drained.poll(cx).is_ready() || this.sleep.poll(cx).is_ready() {
+            return Poll::Ready(false);
+        }
+        Poll::Pending
     }
 }
 
