@@ -249,7 +249,8 @@ mod tests {
         assert!(table.contains("0.050 CPU-s/s (8000 parked)"));
         assert!(table.contains("p50 2.00 ms, p99 3.00 ms"));
         assert!(table.contains("(3/3 answered)"));
-        assert!(table.contains("that push's own answer  p50 2.50 ms"));
+        assert!(table.contains("  that push's own answer"));
+        assert!(table.contains("p50 2.50 ms, p99 2.50 ms, max 2.50 ms (1 samples)\n"));
         assert!(table.contains("p50 4.00 ms, p99 4.00 ms, max 4.00 ms (1 samples) (1/2 answered)"));
     }
 }
