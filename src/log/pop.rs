@@ -34,6 +34,7 @@ use crate::metrics::Metrics;
 
 mod claim;
 mod hotlist;
+mod park;
 pub mod unrenderable;
 
 pub use claim::{Claim, Delivery};
@@ -195,76 +196,13 @@ impl<'a> Pop<'a> {
         (self.req.wait && now < self.deadline && !self.broker.is_draining())
             .then(|| self.deadline - now)
     }
-
-    /// Waits for a wake or one backoff interval (whichever comes first), holding nothing.
-    /// Returns true when woken, which resets the backoff. A pop parked by the group actor's
-    /// plan (`until_woken`) has no backoff of its own: the actor wakes one of its parked
-    /// pops when the group's reseed falls due, so it waits for a wake or its deadline.
-    async fn park(
-        &self,
-        gate: Option<oneshot::Receiver<WakeSource>>,
-        attempt: u32,
-        until_woken: bool,
-        seen_every: Option<Duration>,
-    ) -> bool {
-        let Some(left) = self.time_left() else {
-            return false;
-        };
-        let pause = if until_woken && gate.is_some() {
-            left
-        } else {
-            wait_interval(attempt, &self.broker.config.pop).min(left)
-        };
-        // With the idle-group sweep on, a wait longer than the seen interval comes back to
-        // write `last_seen_at` again (the loop's [`seen`]), so a group parked past the idle
-        // limit is not forgotten while it waits. The deadline's timer is the same timer.
-        let pause = seen_every.map_or(pause, |every| pause.min(every));
-        let _parked = Parked::count(&self.broker.metrics);
-        let wait = async {
-            match gate {
-                Some(gate) => matches!(tokio::time::timeout(pause, gate).await, Ok(Ok(_))),
-                None => {
-                    tokio::time::sleep(pause).await;
-                    false
-                }
-            }
-        };
-        tokio::select! {
-            woken = wait => woken,
-            // A stopping broker answers its parked pops now, not at their deadline.
-            _ = self.broker.draining.cancelled() => false,
-        }
-    }
-}
-
-/// Counts a parked pop for as long as it lives (a pop dropped mid-wait, when its client
-/// left, is uncounted too).
-struct Parked<'a>(&'a Metrics);
-
-impl<'a> Parked<'a> {
-    fn count(metrics: &'a Metrics) -> Self {
-        metrics.parked.fetch_add(1, Ordering::Relaxed);
-        Parked(metrics)
-    }
-}
-
-impl Drop for Parked<'_> {
-    fn drop(&mut self) {
-        self.0.parked.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 /// Runs a pop; `None` means nothing to deliver before the deadline. An auto-ack delivery
 /// is committed only by [`Claim::commit`].
 ///
-/// Its span is at debug level, as the per-request events are: a span the output layer
-/// records lives in the subscriber's registry (a slot, an extensions map and the formatted
-/// fields) for as long as its pop is parked (README, "Parked long-polls").
-#[instrument(
-    level = "debug",
-    skip_all,
-    fields(consumer_group = req.group.as_str(), batch_size = req.batch)
-)]
+/// Its steps carry its span, not the whole pop: a parked pop's future would keep the span
+/// for its whole wait (README, "Parked long-polls").
 pub async fn pop<'a>(
     broker: &'a Broker,
     tenant: &'a Tenant,
@@ -285,11 +223,15 @@ pub async fn pop<'a>(
         },
         deadline: Instant::now() + req.timeout,
     };
-    // One await point for both tries, so a parked pop's future holds one `serve` state
-    // (tests/parked).
     let mut retried = false;
+    let mut progress = Progress::default();
     loop {
-        match serve(&pop).await {
+        // Boxed: a step's state (the group actor's plan, its messages, the SQL steps and
+        // the group's key) lives only while the step runs, so a parked pop's future keeps
+        // its wait and little else (README, "Parked long-polls"; tests/parked).
+        let wait = match Box::pin(step(&pop, &mut progress)).await {
+            Ok(Step::Done(claim)) => return Ok(claim),
+            Ok(Step::Wait(wait)) => wait,
             // Nothing was claimed: the server rolled the failed claim back (a deadlock of
             // a group's first pops on the Citus layout's reference tables, a claim that met
             // its shard moved by a rebalance), so one more try, to the same deadline, is
@@ -297,34 +239,82 @@ pub async fn pop<'a>(
             Err(e) if e.is_transient() && !retried => {
                 warn!(error = ?e, "pop met a transient database error; trying once more");
                 retried = true;
+                progress = Progress::default();
+                continue;
             }
-            result => return result,
-        }
+            Err(e) => return Err(e),
+        };
+        progress.attempt = if pop.park(wait, progress.attempt).await {
+            0
+        } else {
+            progress.attempt + 1
+        };
     }
 }
 
-/// One try of [`pop`].
-async fn serve<'a>(pop: &Pop<'a>) -> Result<Option<Claim<'a>>, DbError> {
+/// How one step of a pop ends.
+// A step's answer is moved out of its box once and taken apart at once, so the size of a
+// claim (it holds its open connection) costs nothing a parked pop keeps; boxing the claim
+// would cost every delivery an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Step<'a> {
+    /// The pop is answered: a claim, or nothing (the deadline passed, or not waiting).
+    Done(Option<Claim<'a>>),
+    /// Nothing to claim yet: wait as told, then take the next step.
+    Wait(Wait),
+}
+
+/// How a pop waits between two steps.
+struct Wait {
+    /// The group's wake gate; none for a pop that only backs off.
+    gate: Option<oneshot::Receiver<WakeSource>>,
+    /// Parked by the group actor's plan: no backoff, a wake or the deadline ends it.
+    until_woken: bool,
+    /// How often the wait comes back to write the group's `last_seen_at` ([`seen`]).
+    seen_every: Option<Duration>,
+}
+
+/// What a pop carries from one step to the next.
+#[derive(Default)]
+struct Progress {
+    /// Waits since the last wake (the backoff's attempt).
+    attempt: u32,
+    /// The end of the group's minimum-wait hold, once one started.
+    hold_until: Option<Instant>,
+}
+
+/// One step of [`pop`]: claim what there is, or say how to wait for more.
+///
+/// Its span is at debug level, as the per-request events are: a span the output layer
+/// records lives in the subscriber's registry (a slot, an extensions map and the formatted
+/// fields) for as long as it is entered or kept.
+#[instrument(
+    level = "debug",
+    name = "pop",
+    skip_all,
+    fields(consumer_group = pop.req.group.as_str(), batch_size = pop.req.batch)
+)]
+async fn step<'a>(pop: &Pop<'a>, progress: &mut Progress) -> Result<Step<'a>, DbError> {
     let req = pop.req;
     match &req.scope {
-        Scope::Queue(queue) => serve_queue(pop, queue).await,
+        Scope::Queue(queue) => serve_queue(pop, queue, progress).await,
         Scope::Partition(queue, partition) => serve_partition(pop, queue, partition).await,
         Scope::Discover { namespace, task } => {
             let scope = PopScope::Discover {
                 namespace: namespace.as_deref(),
                 task: task.as_deref(),
             };
-            let mut attempt = 0;
-            loop {
-                if let Some(d) = Box::pin(pop.claim(&scope)).await? {
-                    return Ok(Some(d));
-                }
-                attempt += 1;
-                if pop.time_left().is_none() {
-                    return Ok(None);
-                }
-                pop.park(None, attempt, false, None).await;
+            if let Some(d) = Box::pin(pop.claim(&scope)).await? {
+                return Ok(Step::Done(Some(d)));
             }
+            if pop.time_left().is_none() {
+                return Ok(Step::Done(None));
+            }
+            Ok(Step::Wait(Wait {
+                gate: None,
+                until_woken: false,
+                seen_every: None,
+            }))
         }
     }
 }
@@ -335,39 +325,36 @@ async fn serve_partition<'a>(
     pop: &Pop<'a>,
     queue: &QueueName,
     partition: &PartitionName,
-) -> Result<Option<Claim<'a>>, DbError> {
+) -> Result<Step<'a>, DbError> {
     let scope = PopScope::Specific {
         queue: queue.as_str(),
         partition: partition.as_str(),
     };
-    let key = group_key(pop, queue);
-    let mut attempt = 0;
-    loop {
-        if let Some(d) = Box::pin(pop.claim(&scope)).await? {
-            return Ok(Some(d));
-        }
-        if pop.time_left().is_none() {
-            return Ok(None);
-        }
-        let seen_every = seen_interval(pop, &key);
-        if let Some(every) = seen_every {
-            // Boxed: a waiting pop's future does not carry the write's state.
-            Box::pin(seen(pop, &key, every)).await;
-        }
-        let gate = pop.broker.registry.group(&key).send(Park).await.ok();
-        attempt = if pop.park(gate, attempt, false, seen_every).await {
-            0
-        } else {
-            attempt + 1
-        };
+    if let Some(d) = Box::pin(pop.claim(&scope)).await? {
+        return Ok(Step::Done(Some(d)));
     }
+    if pop.time_left().is_none() {
+        return Ok(Step::Done(None));
+    }
+    let key = group_key(pop, queue);
+    let seen_every = seen_interval(pop, &key);
+    if let Some(every) = seen_every {
+        Box::pin(seen(pop, &key, every)).await;
+    }
+    Ok(Step::Wait(Wait {
+        gate: pop.broker.registry.group(&key).send(Park).await.ok(),
+        until_woken: false,
+        seen_every,
+    }))
 }
 
 /// Any partition of a queue: planned by the group actor.
-async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Claim<'a>>, DbError> {
+async fn serve_queue<'a>(
+    pop: &Pop<'a>,
+    queue: &QueueName,
+    progress: &mut Progress,
+) -> Result<Step<'a>, DbError> {
     let key = group_key(pop, queue);
-    let mut attempt = 0u32;
-    let mut hold_until: Option<Instant> = None;
     loop {
         let plan = plan(pop, &key).await;
         let mut until_woken = false;
@@ -383,7 +370,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
                 .await;
                 pop.broker.registry.group(&key).do_send(WildcardDone);
                 if let Some(d) = claimed? {
-                    return Ok(Some(d));
+                    return Ok(Step::Done(Some(d)));
                 }
                 None
             }
@@ -398,7 +385,7 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
                 pending_estimate,
             } => {
                 if MIN_POP_WAIT_IN_USE.load(Ordering::Relaxed) && !min_wait.is_zero() {
-                    let until = *hold_until.get_or_insert_with(|| {
+                    let until = *progress.hold_until.get_or_insert_with(|| {
                         Metrics::bump(&pop.broker.metrics.min_wait_holds);
                         (Instant::now() + min_wait).min(pop.deadline)
                     });
@@ -416,34 +403,33 @@ async fn serve_queue<'a>(pop: &Pop<'a>, queue: &QueueName) -> Result<Option<Clai
                     Box::pin(hotlist::claim_candidates(pop, queue, loan, skip_window)).await?;
                 if let Some(d) = claimed {
                     Metrics::bump(&pop.broker.metrics.pops_from_ring);
-                    return Ok(Some(d));
+                    return Ok(Step::Done(Some(d)));
                 }
                 None
             }
             PopPlan::Legacy { hints } => {
                 if let Some(d) = Box::pin(hotlist::legacy(pop, queue, hints)).await? {
-                    return Ok(Some(d));
+                    return Ok(Step::Done(Some(d)));
                 }
                 None
             }
         };
         if pop.time_left().is_none() {
-            return Ok(None);
+            return Ok(Step::Done(None));
         }
         let seen_every = seen_interval(pop, &key);
         if let Some(every) = seen_every {
-            // Boxed: a waiting pop's future does not carry the write's state.
             Box::pin(seen(pop, &key, every)).await;
         }
         let gate = match gate {
             Some(gate) => Some(gate),
             None => pop.broker.registry.group(&key).send(Park).await.ok(),
         };
-        attempt = if pop.park(gate, attempt, until_woken, seen_every).await {
-            0
-        } else {
-            attempt + 1
-        };
+        return Ok(Step::Wait(Wait {
+            gate,
+            until_woken,
+            seen_every,
+        }));
     }
 }
 
@@ -540,8 +526,8 @@ mod tests {
     /// state each) are boxed: the queue pop's future must be smaller than any of them.
     #[test]
     fn a_queue_pop_future_does_not_hold_its_sql_steps_inline() {
-        let queue: fn(&'static Pop<'static>, &'static QueueName, u8) -> _ =
-            |p, q, _| serve_queue(p, q);
+        let queue: fn(&'static Pop<'static>, &'static QueueName, &'static mut Progress) -> _ =
+            |p, q, progress| serve_queue(p, q, progress);
         let candidates: fn(
             &'static Pop<'static>,
             &'static QueueName,
@@ -558,6 +544,18 @@ mod tests {
             queue < candidates.min(claim),
             "serve_queue {queue} bytes, claim_candidates {candidates}, claim {claim}"
         );
+    }
+
+    /// A parked pop keeps [`pop`]'s future for its whole wait, so the steps between its
+    /// waits (the actor's plan, the SQL, the group's key) are boxed: the pop's future is
+    /// smaller than one step's.
+    #[test]
+    fn a_pop_future_does_not_hold_a_step_inline() {
+        let pop: fn(&'static Broker, &'static Tenant, &'static PopRequest) -> _ = pop;
+        let step: fn(&'static Pop<'static>, &'static mut Progress, u8) -> _ =
+            |p, progress, _| step(p, progress);
+        let (pop, step) = (output_size(pop), output_size(step));
+        assert!(pop < step, "pop {pop} bytes, one step {step}");
     }
 
     #[test]

@@ -160,12 +160,14 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
 
     // One push at a time, each into the one pop parked on its queue.
     let mut single = Vec::with_capacity(args.single_wakes);
+    let mut single_push = Vec::with_capacity(args.single_wakes);
     for k in 0..args.single_wakes {
         let sent_us = epoch.elapsed().as_micros() as u64;
         let queue = single_queue(k);
         let body =
             format!(r#"{{"items":[{{"queue":"{queue}","payload":{{"sent_us":{sent_us}}}}}]}}"#);
         let answer = probe.post_json("/api/v1/push", &body).await?;
+        single_push.push(epoch.elapsed().as_micros() as u64 - sent_us);
         anyhow::ensure!(
             answer.status < 300,
             "single-wake push answered {}",
@@ -232,6 +234,7 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         single_wakes: args.single_wakes,
         single_wakes_seen: single.len(),
         single_wake: Latency::from_micros(&mut single),
+        single_push: Latency::from_micros(&mut single_push),
         wakes_seen: woken.len(),
         wake: Latency::from_micros(&mut woken),
         wakes_expected,

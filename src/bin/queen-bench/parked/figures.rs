@@ -42,6 +42,9 @@ pub struct Figures {
     pub single_wakes_seen: usize,
     /// From the start of a single-wake push to its pop's answer.
     pub single_wake: Option<Latency>,
+    /// From the start of a single-wake push to its own answer: the push's commit, which
+    /// every wake waits for, so a tail here is not the wake path's.
+    pub single_push: Option<Latency>,
     /// From the start of a push to the answer of each pop it woke.
     pub wake: Option<Latency>,
     /// Pops the wake pushes were expected to answer, and those that answered.
@@ -143,6 +146,10 @@ pub fn render(f: &Figures) -> String {
             ),
         ),
         (
+            "  that push's own answer".to_owned(),
+            latency_cell(&f.single_push),
+        ),
+        (
             "push -> a queue's woken pops".to_owned(),
             format!(
                 "{} ({}/{} answered)",
@@ -226,6 +233,7 @@ mod tests {
             single_wakes: 2,
             single_wakes_seen: 1,
             single_wake: Latency::from_micros(&mut [4000]),
+            single_push: Latency::from_micros(&mut [2500]),
             wake: Latency::from_micros(&mut [1000, 2000, 3000]),
             wakes_expected: 3,
             wakes_seen: 3,
@@ -241,6 +249,8 @@ mod tests {
         assert!(table.contains("0.050 CPU-s/s (8000 parked)"));
         assert!(table.contains("p50 2.00 ms, p99 3.00 ms"));
         assert!(table.contains("(3/3 answered)"));
+        assert!(table.contains("  that push's own answer"));
+        assert!(table.contains("p50 2.50 ms, p99 2.50 ms, max 2.50 ms (1 samples)\n"));
         assert!(table.contains("p50 4.00 ms, p99 4.00 ms, max 4.00 ms (1 samples) (1/2 answered)"));
     }
 }
