@@ -102,6 +102,7 @@ pub const BY_TENANT: &[(&str, &str)] = &[("queen.kv", "tenant")];
 pub const DELEGATED: &[(&str, &str)] = &[
     ("log_pop_v3", "p_pid"),
     ("log_ack_v2", "p_pid"),
+    ("log_ack_v3", "p_pid"),
     ("log_push_at_v1", "p_pid"),
 ];
 

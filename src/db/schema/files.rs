@@ -121,6 +121,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("lock_slots_v1.sql"),
     function!("locks_apply_v1.sql"),
     function!("log_ack_v2.sql"),
+    function!("log_ack_v3.sql"),
     function!("log_dead_letter_span_v1.sql"),
     function!("log_fetch_v1.sql"),
     function!("log_find_offset_v1.sql"),
