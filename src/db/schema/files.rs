@@ -131,6 +131,7 @@ pub const FUNCTIONS: &[SqlFile] = &[
     function!("log_partition_resolve_v1.sql"),
     function!("log_partitions_delete_segments_v1.sql"),
     function!("log_pending_partitions_v1.sql"),
+    function!("log_pop_at_v1.sql"),
     function!("log_pop_discover_wire_v1.sql"),
     function!("log_pop_discover_wire_v2.sql"),
     function!("log_pop_list_v1.sql"),
