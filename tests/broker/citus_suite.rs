@@ -42,6 +42,8 @@ const ON_CITUS: &[&str] = &[
     // Acks of leases over partitions on both workers; dead-lettering and its retry.
     "ack_known_lease::",
     "ack_whole_lease::",
+    // The ack and the hot-list claim as the bare calls Citus delegates (issue 34).
+    "delegated_entry_points::",
     "pop_render::",
     "queue_ttl::",
     // Retention of segments, dead letters and partitions; offset reads of what changed.

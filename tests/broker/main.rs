@@ -32,6 +32,7 @@ mod console_token;
 mod dead_letter_switches;
 mod dedup_rollback;
 mod dedup_window;
+mod delegated_entry_points;
 mod dlq_page_bytes;
 mod dlq_retry_groups;
 mod docs;

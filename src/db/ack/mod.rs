@@ -1,5 +1,5 @@
-//! Acknowledging: the wrapper of `queen.log_ack_v2`, tried after the one-statement
-//! acks that settle the common case: [`leased_span`] when this node served the pop, else
+//! Acknowledging: the wrapper of `queen.log_ack_v2` (`queen.log_ack_v3` on the Citus
+//! layout), tried after the one-statement acks that settle the common case: [`leased_span`] when this node served the pop, else
 //! [`whole_lease`].
 
 use tokio_postgres::{GenericClient, Statement};
@@ -54,11 +54,16 @@ macro_rules! log_ack_checked_in {
 /// its row there, also one a node of the previous release created).
 const LOG_ACK: &str = log_ack_checked_in!("queen.log_partitions");
 
-/// [`LOG_ACK`] on the Citus layout: the tenant's check reads the partitions' directory (a
-/// reference table) instead of `log_partitions`, which is distributed there; a statement
-/// that reads `log_partitions` by id is sent whole to the partition's worker, where the
-/// function's own statements are then refused as nested distributed queries.
-const LOG_ACK_DISTRIBUTED: &str = log_ack_checked_in!("queen.log_partition_names");
+/// [`LOG_ACK`] on the Citus layout: a bare call of `queen.log_ack_v3`, which takes the
+/// tenant (`$10`) and the durability choice (`$9`) as arguments and checks and sets them
+/// itself. Citus delegates only a bare `SELECT .. FROM f(..)` to the worker holding the
+/// partition's shard; beside a `set_config` and a tenant check the coordinator ran
+/// `log_ack_v2` itself, each of its statements a round trip to the worker
+/// (docs/scale-out.md, "The model"). Delegated, the durability choice also reaches the
+/// worker's commit, which the coordinator's `set_config` did not.
+const LOG_ACK_DISTRIBUTED: &str =
+    "SELECT idx, success, error, lease_released, dlq, queue_name, partition_name, pending_after
+     FROM queen.log_ack_v3($1, $2, $3, $4, $5, $6, $7, $8, $10, $9)";
 
 /// Whether the commit of an ack waits for its WAL to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,14 +166,12 @@ pub async fn ack_partition(
 }
 
 /// Prepares (once per connection) the statements of [`ack_in`]. On the Citus layout
-/// ([`PgConn::distributed`]) only `log_ack_v2`, which Citus runs on the partition's
+/// ([`PgConn::distributed`]) only `log_ack_v3`, which Citus runs on the partition's
 /// worker: it refuses the one-statement acks (an `UPDATE` of the distributed cursors
 /// joined with reference tables, with `set_config` in its `RETURNING`).
 pub async fn statements(conn: &mut PgConn) -> Result<AckStatements, DbError> {
     let (lease, items) = if conn.distributed() {
-        let items = conn
-            .statement("log_ack_v2_distributed", LOG_ACK_DISTRIBUTED)
-            .await?;
+        let items = conn.statement("log_ack_v3", LOG_ACK_DISTRIBUTED).await?;
         (None, items)
     } else {
         let lease = LeaseStatements {
@@ -310,7 +313,8 @@ struct ItemKeys<'a> {
     statuses: &'a [&'a str],
 }
 
-/// Calls `queen.log_ack_v2` with the items and their hashes.
+/// Calls `queen.log_ack_v2` (`queen.log_ack_v3` on the Citus layout, the statement `st`
+/// holds) with the items and their hashes.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_ack_v2"))]
 async fn log_ack_v2(
     client: &impl GenericClient,

@@ -1,5 +1,6 @@
 //! Claiming: the wrappers of `queen.log_pop_wildcard_bin_v2`, `queen.log_pop_specific_v2`,
-//! `queen.log_pop_discover_wire_v2`, `queen.log_pop_list_v2` and `queen.log_has_pending_v1`.
+//! `queen.log_pop_discover_wire_v2`, `queen.log_pop_list_v2` and `queen.log_has_pending_v1`
+//! (`queen.log_pop_at_v1`, the Citus layout's claim of one candidate, in [`delegated_claim`]).
 //!
 //! Each pop is one statement (its own transaction). The rows are segment slices; turning
 //! them into messages is the pop path's business, not this module's.
@@ -9,6 +10,7 @@ use tokio_postgres::types::ToSql;
 
 use super::{DbError, PgConn};
 
+pub mod delegated_claim;
 pub mod render_failed;
 pub mod single_claim;
 
@@ -53,6 +55,13 @@ const POP_DISCOVER: &str = concat!(
 const HAS_PENDING: &str = "SELECT queen.log_has_pending_v1($1, $2, $3)";
 const POP_LIST: &str = concat!(
     "SELECT verdict, retry_at, pending_after, (slice).* FROM queen.log_pop_list_v2(",
+    pop_args!(),
+    ", $10, $11, $12)"
+);
+/// The claim of one candidate on the Citus layout ([`delegated_claim`]): a bare call, which
+/// Citus delegates to the worker holding the partition (`$11`).
+const POP_AT: &str = concat!(
+    "SELECT verdict, retry_at, pending_after, (slice).* FROM queen.log_pop_at_v1(",
     pop_args!(),
     ", $10, $11, $12)"
 );
@@ -261,12 +270,18 @@ pub async fn claim_list(
         .await
         .map_err(|e| DbError::query("log_pop_list_v2", e));
     let rows = rows.map_err(|e| conn.note(e))?;
+    Ok(slices_and_verdicts(&rows))
+}
+
+/// Splits the rows of `log_pop_list_v2` (or of `log_pop_at_v1`, the same shape) into the
+/// claimed slices and the candidates' verdicts.
+fn slices_and_verdicts(rows: &[tokio_postgres::Row]) -> (Vec<ClaimedSlice>, Vec<CandidateVerdict>) {
     let mut slices = Vec::new();
     let mut verdicts = Vec::new();
     for row in rows {
         let verdict: String = row.get(0);
         if verdict == "row" {
-            slices.push(slice(&row, 3));
+            slices.push(slice(row, 3));
         } else {
             verdicts.push(CandidateVerdict {
                 partition_id: row.get(5),
@@ -276,7 +291,7 @@ pub async fn claim_list(
             });
         }
     }
-    Ok((slices, verdicts))
+    (slices, verdicts)
 }
 
 /// What the hot-list reseed learns from `queen.log_pending_partitions_v1`.

@@ -102,7 +102,9 @@ pub const BY_TENANT: &[(&str, &str)] = &[("queen.kv", "tenant")];
 pub const DELEGATED: &[(&str, &str)] = &[
     ("log_pop_v3", "p_pid"),
     ("log_ack_v2", "p_pid"),
+    ("log_ack_v3", "p_pid"),
     ("log_push_at_v1", "p_pid"),
+    ("log_pop_at_v1", "p_pid"),
 ];
 
 /// Shards per distributed table: Citus's default, written down so every table (and a

@@ -15,8 +15,8 @@ use crate::broker::MIN_POP_WAIT_IN_USE;
 use crate::db::ack::LeasedSpan;
 use crate::db::pop::single_claim::{try_single_claim, SingleClaim};
 use crate::db::pop::{
-    claim_list, has_pending, pending_partitions, CandidateVerdict, ClaimParams, ClaimedSlice,
-    PopScope,
+    claim_list, delegated_claim, has_pending, pending_partitions, CandidateVerdict, ClaimParams,
+    ClaimedSlice, PopScope,
 };
 use crate::db::{DbError, PgConn};
 use crate::domain::QueueName;
@@ -27,7 +27,8 @@ const RESEED_LIMIT: i32 = 4096;
 
 /// Claims from lent candidates and checks them back in: a one-partition pop first tries
 /// the single-statement claim on the first candidate (the common case), and otherwise, or
-/// when that does not apply, runs `log_pop_list_v2` over them all.
+/// when that does not apply, runs `log_pop_list_v2` over them all (on the Citus layout,
+/// `log_pop_at_v1` per candidate, delegated to its worker, when no group limit applies).
 pub(super) async fn claim_candidates<'a>(
     pop: &Pop<'a>,
     queue: &QueueName,
@@ -69,7 +70,12 @@ async fn claim_lent(
         }
     }
     Metrics::bump(&pop.broker.metrics.sql_list);
-    let (slices, found) = claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?;
+    let group_limit = pop.broker.config.limits.max_consumer_groups;
+    let (slices, found) = if delegated_claim::applies(conn, params.group, group_limit) {
+        delegated_claim::claim_each(conn, queue.as_str(), &params, &ids, skip_window).await?
+    } else {
+        claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?
+    };
     loan.check_in(verdicts(&found));
     Ok((slices, pop.worker.clone()))
 }

@@ -1,0 +1,84 @@
+//! The hot-list claim on the Citus layout: the lent candidates tried one at a time, each
+//! through `queen.log_pop_at_v1`, which Citus delegates whole to the worker holding the
+//! candidate's shard. `queen.log_pop_list_v2` runs on the coordinator there and makes each
+//! of its statements a round trip to a worker; this keeps the coordinator to routing one
+//! call per candidate tried (docs/scale-out.md, "The model").
+//!
+//! The consumer-group limit is not checked on the worker (sql/functions/log_pop_at_v1.sql),
+//! so which of the two a pop takes is the caller's choice ([`applies`]).
+
+use tokio_postgres::types::ToSql;
+
+use super::{
+    pop_args, slices_and_verdicts, CandidateVerdict, ClaimParams, ClaimedSlice, DbError, PgConn,
+    POP_AT,
+};
+
+/// The group of queue mode, which no consumer-group limit counts.
+const QUEUE_MODE: &str = "__QUEUE_MODE__";
+
+/// Whether a hot-list pop of `group` may claim through [`claim_each`]: on the Citus layout,
+/// when no consumer-group limit applies to it (`group_limit`: the broker's
+/// `QUEEN_TENANT_MAX_CONSUMER_GROUPS`, `None` when unset), since only the coordinator
+/// checks that limit.
+pub fn applies(conn: &PgConn, group: &str, group_limit: Option<u32>) -> bool {
+    conn.distributed() && (group == QUEUE_MODE || !matches!(group_limit, Some(n) if n > 0))
+}
+
+/// Claims for the pop `p` from `candidates` in order, one `queen.log_pop_at_v1` call per
+/// candidate with the budget left, until `p.partitions` partitions were claimed or the
+/// budget is spent; the rest are answered `skipped` without a call. Same rows as
+/// `queen.log_pop_list_v2` over the list: the slices, and one verdict per candidate in
+/// candidate order.
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_pop_at_v1"))]
+pub async fn claim_each(
+    conn: &mut PgConn,
+    queue: &str,
+    p: &ClaimParams<'_>,
+    candidates: &[i64],
+    skip_window: bool,
+) -> Result<(Vec<ClaimedSlice>, Vec<CandidateVerdict>), DbError> {
+    let st = conn.statement("log_pop_at_v1", POP_AT).await?;
+    let worker = (!p.auto_ack).then_some(p.worker);
+    let mut budget = p.batch;
+    let mut claimed = 0;
+    let mut slices = Vec::new();
+    let mut verdicts = Vec::with_capacity(candidates.len());
+    for &candidate in candidates {
+        if claimed >= p.partitions || budget <= 0 {
+            verdicts.push(skipped(candidate));
+            continue;
+        }
+        let left = ClaimParams {
+            batch: budget,
+            ..p.clone()
+        };
+        let mut params = pop_args(&left, &worker);
+        params.extend([&queue as &(dyn ToSql + Sync), &candidate, &skip_window]);
+        let rows = conn
+            .client()
+            .query(&st, &params)
+            .await
+            .map_err(|e| DbError::query("log_pop_at_v1", e));
+        let rows = rows.map_err(|e| conn.note(e))?;
+        let (got, found) = slices_and_verdicts(&rows);
+        let taken: i32 = got.iter().map(|s| s.take).sum();
+        if taken > 0 {
+            claimed += 1;
+            budget -= taken;
+        }
+        slices.extend(got);
+        verdicts.extend(found);
+    }
+    Ok((slices, verdicts))
+}
+
+/// The verdict of a candidate not tried: the pop was full first.
+fn skipped(partition_id: i64) -> CandidateVerdict {
+    CandidateVerdict {
+        partition_id,
+        verdict: "skipped".to_owned(),
+        retry_at: None,
+        pending_after: 0,
+    }
+}
