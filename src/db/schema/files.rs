@@ -90,6 +90,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("079_release_mark_listings_plpgsql.sql"),
     migration!("080_log_pop_args.sql"),
     migration!("082_release_mark_group_limit_admit.sql"),
+    migration!("085_release_mark_has_pending_plpgsql.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
