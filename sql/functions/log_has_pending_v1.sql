@@ -6,13 +6,19 @@
 -- free of a live lease. The broker can then park the pop without taking a permit or running
 -- a scan. true means "maybe": the claim re-verifies under the row lock.
 --
+-- PL/pgSQL rather than one `LANGUAGE sql` statement: Citus cannot plan a parameterized SQL
+-- function's body over distributed tables ("could not create distributed plan"), and on
+-- the layout every pop of the legacy path answered 500 from this probe; PL/pgSQL hands
+-- the planner the query with its values, a co-located join over the shards there.
+--
 -- Read only: no locks. No notifications.
 CREATE OR REPLACE FUNCTION queen.log_has_pending_v1(
     p_tenant text,
     p_queue  text,
     p_group  text
-) RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (
+) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (
         SELECT 1
         FROM queen.queues q
         JOIN queen.log_partitions p ON p.queue_id = q.id
@@ -25,4 +31,5 @@ CREATE OR REPLACE FUNCTION queen.log_has_pending_v1(
           AND p.last_offset > coalesce(c.committed, -1)
           AND (c.worker_id IS NULL OR c.lease_expires_at IS NULL OR c.lease_expires_at < now())
     );
+END;
 $$;

@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::{get, one};
+use super::{get, install_kv_fault, one};
 use crate::support::TestBroker;
 
 /// Fifty callers race for one key, ten times over (ten keys), so a race window shows.
@@ -86,17 +86,15 @@ async fn twenty_workers_of_incr_resending_after_injected_503s_end_at_the_exact_s
     const WORKERS: i64 = 20;
     const EACH: i64 = 200;
     let b = TestBroker::start().await;
-    b.sql()
-        .await
-        .batch_execute(
-            "CREATE FUNCTION public.flaky_kv() RETURNS trigger LANGUAGE plpgsql AS $$ \
-             BEGIN IF NEW.namespace = 'flaky' AND random() < 0.1 THEN \
-               RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$; \
-             CREATE TRIGGER flaky_kv BEFORE INSERT OR UPDATE ON queen.kv \
-               FOR EACH ROW EXECUTE FUNCTION public.flaky_kv();",
-        )
-        .await
-        .expect("install the failing trigger");
+    install_kv_fault(
+        &b,
+        "CREATE FUNCTION public.flaky_kv() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.namespace = 'flaky' AND random() < 0.1 THEN \
+           RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$",
+        "CREATE TRIGGER flaky_kv BEFORE INSERT OR UPDATE ON queen.kv \
+           FOR EACH ROW EXECUTE FUNCTION public.flaky_kv()",
+    )
+    .await;
     let call = json!({"operations": [{"op": "incr", "ns": "flaky", "key": "n", "forever": true}]});
 
     let seen = join_all((0..WORKERS).map(|_| {

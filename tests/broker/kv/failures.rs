@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::{get, one};
+use super::{get, install_kv_fault, one};
 use crate::support::TestBroker;
 
 #[actix_rt::test]
@@ -62,17 +62,15 @@ async fn a_batch_the_database_refuses_answers_503_and_its_resend_counts_once() {
 async fn a_call_over_the_limit_of_database_work_answers_429_and_applies_nothing() {
     let b =
         TestBroker::start_with(&[("DB_POOL_SIZE", "1"), ("QUEEN_POOL_TIMEOUT_MS", "300")]).await;
-    b.sql()
-        .await
-        .batch_execute(
-            "CREATE FUNCTION public.slow_kv() RETURNS trigger LANGUAGE plpgsql AS $$ \
-             BEGIN IF NEW.namespace = 'slow' THEN PERFORM pg_sleep(2); END IF; \
-             RETURN NEW; END $$; \
-             CREATE TRIGGER slow_kv BEFORE INSERT ON queen.kv \
-               FOR EACH ROW EXECUTE FUNCTION public.slow_kv();",
-        )
-        .await
-        .expect("install the slow trigger");
+    install_kv_fault(
+        &b,
+        "CREATE FUNCTION public.slow_kv() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.namespace = 'slow' THEN PERFORM pg_sleep(2); END IF; \
+         RETURN NEW; END $$",
+        "CREATE TRIGGER slow_kv BEFORE INSERT ON queen.kv \
+           FOR EACH ROW EXECUTE FUNCTION public.slow_kv()",
+    )
+    .await;
     let slow_call = json!({"operations": [{"op": "put", "ns": "slow", "key": "k", "value": 1,
                                            "forever": true}]});
     let slow = b.post("/api/v1/kv", &slow_call);

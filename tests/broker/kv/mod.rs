@@ -59,3 +59,27 @@ pub async fn stored_rows(b: &TestBroker) -> i64 {
         .expect("count kv rows")
         .get(0)
 }
+
+/// Installs a test's fault on `queen.kv`: `function` (a trigger function in `public`),
+/// then `trigger` (its `CREATE TRIGGER` on `queen.kv`), each sent alone. On the Citus
+/// layout `kv` is distributed, and Citus refuses a trigger there ("triggers are not
+/// supported on distributed tables") unless `citus.enable_unsafe_triggers` is on (as the
+/// installer sets it for its own trigger files, src/db/schema/functions.rs); it then
+/// creates the function on every node and the trigger on the shards, so the fault fires
+/// on the worker that writes the row, inside the same statement as on PostgreSQL. Each
+/// statement alone because Citus sends a trigger's DDL to the workers with the text of
+/// the query it came in, and a worker refuses several commands in one.
+pub async fn install_kv_fault(b: &TestBroker, function: &str, trigger: &str) {
+    let sql = b.sql().await;
+    if crate::support::citus::layout() {
+        sql.batch_execute("SET citus.enable_unsafe_triggers = on")
+            .await
+            .expect("allow a trigger on a distributed table");
+    }
+    sql.batch_execute(function)
+        .await
+        .expect("create the fault's trigger function");
+    sql.batch_execute(trigger)
+        .await
+        .expect("attach the fault's trigger to queen.kv");
+}

@@ -116,6 +116,14 @@ impl TestCluster {
     /// the whole cluster start again on new ports (a few times at most).
     pub async fn start(n: usize, options: Options) -> Self {
         let pg = postgres::fresh_database().await;
+        // The Citus test mode tests the layout, which a broker takes only when asked (as
+        // the in-process brokers are, tests/broker/support/mod.rs): without it the nodes
+        // ran on the coordinator's plain, unsharded tables and crossed no worker. Only
+        // here: a database given to `start_on` may be a private PostgreSQL without Citus.
+        let options = match crate::support::citus::layout() {
+            true => options.with("QUEEN_CITUS", "true"),
+            false => options,
+        };
         Self::start_on(pg, n, options).await
     }
 
