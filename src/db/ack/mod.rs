@@ -1,6 +1,6 @@
 //! Acknowledging: the wrapper of `queen.log_ack_v2` (`queen.log_ack_v3` on the Citus
-//! layout), tried after the one-statement acks that settle the common case: [`leased_span`] when this node served the pop, else
-//! [`whole_lease`].
+//! layout), tried after the one-statement acks that settle the common case:
+//! [`leased_span`] when this node served the pop, else [`whole_lease`].
 
 use tokio_postgres::{GenericClient, Statement};
 
