@@ -1,7 +1,6 @@
 -- queen.log_ack_v2(p_pid, p_group, p_lease, p_txn_ids, p_hashes, p_offsets, p_statuses,
 --                  p_errors)
---   -> (idx, success, error, lease_released, dlq, queue_name, partition_name,
---       pending_after), one row per item
+--   -> queen.log_ack_answer_row, one row per item
 --
 -- Acknowledges messages of one (partition p_pid, consumer group p_group). Items are
 -- parallel arrays (1-based); p_hashes[i] is queen.txn_hash(p_txn_ids[i]), which the broker
@@ -48,16 +47,7 @@ CREATE OR REPLACE FUNCTION queen.log_ack_v2(
     p_offsets  bigint[],
     p_statuses text[],
     p_errors   text[]
-) RETURNS TABLE (
-    idx            integer,
-    success        boolean,
-    error          text,
-    lease_released boolean,
-    dlq            boolean,
-    queue_name     text,
-    partition_name text,
-    pending_after  bigint
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_ack_answer_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_qid         bigint;
@@ -104,12 +94,10 @@ BEGIN
     IF NOT FOUND OR v_c.worker_id IS NULL OR v_c.lease_expires_at IS NULL
        OR v_c.lease_expires_at < v_now
        OR (coalesce(p_lease, '') <> '' AND p_lease <> v_c.worker_id) THEN
-        FOR i IN 1 .. v_n LOOP
-            idx := i; success := false; error := 'Invalid or expired lease';
-            lease_released := false; dlq := false; queue_name := NULL; partition_name := NULL;
-            pending_after := NULL;
-            RETURN NEXT;
-        END LOOP;
+        RETURN QUERY
+            SELECT g.n, false, 'Invalid or expired lease', false, false, NULL::text,
+                   NULL::text, NULL::bigint
+            FROM generate_series(1, v_n) AS g (n);
         RETURN;
     END IF;
 
@@ -277,16 +265,9 @@ BEGIN
         WHERE c.partition_id = p_pid AND c.consumer_group = p_group;
     END IF;
 
-    FOR i IN 1 .. v_n LOOP
-        idx := i;
-        success := v_ok[i];
-        error := v_err[i];
-        lease_released := v_release AND v_ok[i];
-        dlq := v_dlq[i];
-        queue_name := v_qname;
-        partition_name := v_pname;
-        pending_after := greatest(v_last - v_new, 0);
-        RETURN NEXT;
-    END LOOP;
+    RETURN QUERY
+        SELECT g.n, v_ok[g.n], v_err[g.n], v_release AND v_ok[g.n], v_dlq[g.n], v_qname,
+               v_pname, greatest(v_last - v_new, 0)
+        FROM generate_series(1, v_n) AS g (n);
 END;
 $$;

@@ -1,7 +1,6 @@
 -- queen.log_ack_v3(p_pid, p_group, p_lease, p_txn_ids, p_hashes, p_offsets, p_statuses,
 --                  p_errors, p_tenant, p_relaxed)
---   -> (idx, success, error, lease_released, dlq, queue_name, partition_name,
---       pending_after), one row per item
+--   -> queen.log_ack_answer_row, one row per item
 --
 -- queen.log_ack_v2 with the two things its caller did around it in the same statement
 -- brought inside, so the broker's call is a bare `SELECT .. FROM queen.log_ack_v3(..)`,
@@ -33,16 +32,7 @@ CREATE OR REPLACE FUNCTION queen.log_ack_v3(
     p_errors   text[],
     p_tenant   text,
     p_relaxed  boolean
-) RETURNS TABLE (
-    idx            integer,
-    success        boolean,
-    error          text,
-    lease_released boolean,
-    dlq            boolean,
-    queue_name     text,
-    partition_name text,
-    pending_after  bigint
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_ack_answer_row LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_qid bigint;
 BEGIN

@@ -1,5 +1,5 @@
 -- queen.log_pop_at_v1(p_pop, p_queue, p_pid, p_skip_window)
---   -> (verdict, retry_at, pending_after, slice queen.log_pop_wire_row) rows
+--   -> queen.log_pop_verdict_row rows
 --
 -- The hot-list pop of one candidate partition p_pid: queen.log_pop_list_v2 with the one
 -- candidate, behind a function whose partition id is an argument of its own, so that on
@@ -25,12 +25,7 @@ CREATE OR REPLACE FUNCTION queen.log_pop_at_v1(
     p_queue       text,
     p_pid         bigint,
     p_skip_window boolean
-) RETURNS TABLE (
-    verdict       text,
-    retry_at      timestamptz,
-    pending_after bigint,
-    slice         queen.log_pop_wire_row
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_pop_verdict_row LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     RETURN QUERY
         SELECT l.verdict, l.retry_at, l.pending_after, l.slice

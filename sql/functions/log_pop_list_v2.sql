@@ -1,5 +1,5 @@
 -- queen.log_pop_list_v2(p_pop, p_queue, p_candidates, p_skip_window)
---   -> (verdict, retry_at, pending_after, slice queen.log_pop_wire_row) rows
+--   -> queen.log_pop_verdict_row rows
 --
 -- The hot-list pop: claims for the pop p_pop (queen.log_pop_args) from a list of candidate
 -- partition ids the broker keeps. Tries them in the given order through queen.log_pop_v3
@@ -35,12 +35,7 @@ CREATE OR REPLACE FUNCTION queen.log_pop_list_v2(
     p_queue       text,
     p_candidates  bigint[],
     p_skip_window boolean
-) RETURNS TABLE (
-    verdict       text,
-    retry_at      timestamptz,
-    pending_after bigint,
-    slice         queen.log_pop_wire_row
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_pop_verdict_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_now        timestamptz := now();

@@ -1,7 +1,6 @@
 -- queen.log_push_at_v1(p_pid, p_window, p_known_last, p_counts, p_codecs, p_blobs,
 --                      p_keys_hi, p_keys_lo, p_producer)
---   -> (stale, partition_id, last_offset, window_seconds, seg_base, seg_end, seg_age_ms,
---       seg_keys_hi, seg_keys_lo, seg_hashes, seg_codec, seg_blob) rows
+--   -> queen.log_push_answer_row rows
 --
 -- The append of queen.log_push_v3 for a partition already found by id (p_pid, from
 -- queen.log_partition_resolve_v1) with its queue's dedup window p_window: the push on the
@@ -35,20 +34,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_at_v1(
     p_keys_hi        integer[],
     p_keys_lo        smallint[],
     p_producer       text
-) RETURNS TABLE (
-    stale          boolean,
-    partition_id   bigint,
-    last_offset    bigint,
-    window_seconds integer,
-    seg_base       bigint,
-    seg_end        bigint,
-    seg_age_ms     bigint,
-    seg_keys_hi    integer[],
-    seg_keys_lo    smallint[],
-    seg_hashes     bigint[],
-    seg_codec      smallint,
-    seg_blob       bytea
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_push_answer_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_last    bigint;
@@ -61,6 +47,7 @@ DECLARE
     v_cnt     integer;
     i         integer;
     r         record;
+    a         queen.log_push_answer_row;
 BEGIN
     IF v_n > 0 THEN
         FOR i IN 1 .. v_n LOOP
@@ -90,9 +77,9 @@ BEGIN
     END IF;
 
     IF p_window > 0 AND v_last >= 0 AND v_last IS DISTINCT FROM p_known_last THEN
-        stale := true; partition_id := p_pid; last_offset := v_last;
-        window_seconds := p_window;
-        RETURN NEXT;
+        a.stale := true; a.partition_id := p_pid; a.last_offset := v_last;
+        a.window_seconds := p_window;
+        RETURN NEXT a;
         -- created_at grows with base_offset: walk back from the newest, stop at the window.
         FOR r IN
             SELECT s.base_offset, s.end_offset, s.created_at, s.codec, s.blob, s.txn_hashes,
@@ -103,15 +90,15 @@ BEGIN
             ORDER BY s.base_offset DESC
         LOOP
             EXIT WHEN r.created_at < v_now - make_interval(secs => p_window);
-            seg_base := r.base_offset;
-            seg_end := r.end_offset;
-            seg_age_ms := (extract(epoch FROM (v_now - r.created_at)) * 1000)::bigint;
-            seg_keys_hi := r.txn_keys_hi;
-            seg_keys_lo := r.txn_keys_lo;
-            seg_hashes := r.txn_hashes;
-            seg_codec := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.codec END;
-            seg_blob := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.blob END;
-            RETURN NEXT;
+            a.seg_base := r.base_offset;
+            a.seg_end := r.end_offset;
+            a.seg_age_ms := (extract(epoch FROM (v_now - r.created_at)) * 1000)::bigint;
+            a.seg_keys_hi := r.txn_keys_hi;
+            a.seg_keys_lo := r.txn_keys_lo;
+            a.seg_hashes := r.txn_hashes;
+            a.seg_codec := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.codec END;
+            a.seg_blob := CASE WHEN r.txn_keys_hi IS NULL AND r.txn_hashes IS NULL THEN r.blob END;
+            RETURN NEXT a;
         END LOOP;
         RETURN;
     END IF;
@@ -142,8 +129,8 @@ BEGIN
         last_write_at = date_trunc('second', v_created)
     WHERE p.id = p_pid;
 
-    stale := false; partition_id := p_pid; last_offset := v_last;
-    window_seconds := p_window;
-    RETURN NEXT;
+    a.stale := false; a.partition_id := p_pid; a.last_offset := v_last;
+    a.window_seconds := p_window;
+    RETURN NEXT a;
 END;
 $$;

@@ -1,7 +1,6 @@
 -- queen.log_push_v3(p_tenant, p_queue, p_partition, p_known_last, p_default_window,
 --                   p_counts, p_codecs, p_blobs, p_keys_hi, p_keys_lo, p_producer)
---   -> (stale, partition_id, last_offset, window_seconds, seg_base, seg_end, seg_age_ms,
---       seg_keys_hi, seg_keys_lo, seg_hashes, seg_codec, seg_blob) rows
+--   -> queen.log_push_answer_row rows
 --
 -- Appends segments to one partition, with transaction-id dedup decided by the broker
 -- against a window it keeps in memory. Creates the queue and partition rows when missing
@@ -57,20 +56,7 @@ CREATE OR REPLACE FUNCTION queen.log_push_v3(
     p_keys_hi        integer[],
     p_keys_lo        smallint[],
     p_producer       text
-) RETURNS TABLE (
-    stale          boolean,
-    partition_id   bigint,
-    last_offset    bigint,
-    window_seconds integer,
-    seg_base       bigint,
-    seg_end        bigint,
-    seg_age_ms     bigint,
-    seg_keys_hi    integer[],
-    seg_keys_lo    smallint[],
-    seg_hashes     bigint[],
-    seg_codec      smallint,
-    seg_blob       bytea
-) LANGUAGE plpgsql VOLATILE AS $$
+) RETURNS SETOF queen.log_push_answer_row LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_qid    bigint;
@@ -80,6 +66,7 @@ DECLARE
     v_total  integer;
     v_max    integer;
     v_size   bigint;
+    v_full   queen.log_push_answer_row;
 BEGIN
     SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window)
     INTO v_qid, v_window
@@ -121,9 +108,9 @@ BEGIN
         FROM queen.log_partitions p WHERE p.queue_id = v_qid;
         SELECT sum(c) INTO v_total FROM unnest(p_counts) AS c;
         IF v_size + v_total > v_max THEN
-            stale := NULL; partition_id := v_pid; last_offset := v_size;
-            window_seconds := v_max;
-            RETURN NEXT;
+            v_full.partition_id := v_pid; v_full.last_offset := v_size;
+            v_full.window_seconds := v_max;
+            RETURN NEXT v_full;
             RETURN;
         END IF;
     END IF;

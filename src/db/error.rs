@@ -49,6 +49,18 @@ pub enum DbError {
         /// The `sql/migrations/` file.
         file: String,
     },
+    /// A function file changed the columns its function answers. Replacing it in place
+    /// would break the callers of the previous release during a rolling upgrade, so the
+    /// change must be a new `_vN` function (README, "Rolling upgrades").
+    #[error("{file} changes its function's result columns from {before} to {after}: a new _vN is needed")]
+    SchemaResultChanged {
+        /// The `sql/functions/` file.
+        file: String,
+        /// The columns the database's definition answered.
+        before: String,
+        /// The columns the file's definition answers.
+        after: String,
+    },
     /// The database was built by a release older than this one's baseline, which it
     /// cannot upgrade directly (README, "Schema migrations").
     #[error("database schema too old to upgrade: {found}")]
@@ -181,6 +193,7 @@ impl DbError {
             DbError::StatementTimeout { .. }
             | DbError::Schema { .. }
             | DbError::SchemaEdited { .. }
+            | DbError::SchemaResultChanged { .. }
             | DbError::SchemaTooOld { .. }
             | DbError::SchemaLockTimeout
             | DbError::CitusMissing => false,
@@ -224,6 +237,7 @@ impl DbError {
             }
             DbError::Schema { .. }
             | DbError::SchemaEdited { .. }
+            | DbError::SchemaResultChanged { .. }
             | DbError::SchemaTooOld { .. }
             | DbError::SchemaLockTimeout
             | DbError::CitusMissing => None,

@@ -314,6 +314,63 @@ async fn a_function_body_that_does_not_parse_fails_the_install_naming_its_file()
     assert_eq!(created, 0, "a refused batch leaves no function behind");
 }
 
+/// A function file that answers the same columns in another form (`RETURNS TABLE` to
+/// `RETURNS SETOF` a composite type of those columns, as migration 086's files do) replaces
+/// the old definition, which `CREATE OR REPLACE` alone refuses; one that changes the
+/// columns its callers read is refused, naming the file, and the old definition stays.
+#[actix_rt::test]
+async fn a_function_file_changing_its_result_form_replaces_it_unless_its_columns_change() {
+    // Arrange: a function of the previous form, and two files replacing it.
+    let pg = postgres::fresh_database().await;
+    TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    let mut sql = connect(&pg).await;
+    sql.batch_execute(
+        "CREATE TYPE queen.form_test_row AS (a integer, b text);
+         CREATE FUNCTION queen.form_test_v1() RETURNS TABLE (a integer, b text)
+         LANGUAGE sql AS $$ SELECT 1, 'table' $$;",
+    )
+    .await
+    .unwrap();
+    let same_columns = SqlFile {
+        file: "form_test_v1.sql",
+        sql: "CREATE OR REPLACE FUNCTION queen.form_test_v1() RETURNS SETOF queen.form_test_row
+              LANGUAGE sql AS $$ SELECT 2, 'setof' $$;",
+    };
+    let other_columns = SqlFile {
+        file: "form_test_v1.sql",
+        sql: "CREATE OR REPLACE FUNCTION queen.form_test_v1() RETURNS TABLE (a integer, c text)
+              LANGUAGE sql AS $$ SELECT 3, 'renamed' $$;",
+    };
+    // Act
+    functions::apply_files(&mut sql, &[&same_columns], false)
+        .await
+        .expect("the same columns in another form replace the function");
+    let replaced = form_test_answer(&sql).await;
+    let refused = functions::apply_files(&mut sql, &[&other_columns], false).await;
+
+    // Assert
+    assert_eq!(replaced, (2, "setof".to_owned()));
+    let chain = format!("{:?}", refused.expect_err("changed columns are refused"));
+    assert!(
+        chain.contains("SchemaResultChanged") && chain.contains("form_test_v1.sql"),
+        "{chain}"
+    );
+    assert_eq!(
+        form_test_answer(&sql).await,
+        (2, "setof".to_owned()),
+        "the old one stays"
+    );
+}
+
+/// The one row of the test's `queen.form_test_v1()`.
+async fn form_test_answer(sql: &tokio_postgres::Client) -> (i32, String) {
+    let row = sql
+        .query_one("SELECT a, b FROM queen.form_test_v1()", &[])
+        .await
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
 /// Every function file that attaches a trigger is applied again by the installer on a
 /// started database (on Citus a laid-out one, where the triggers sit on distributed and
 /// reference tables), as a release that edits one does at its start, and the triggers are

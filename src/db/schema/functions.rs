@@ -13,6 +13,7 @@ use tokio_postgres::Client;
 
 use super::files::{newest, SqlFile, FUNCTIONS};
 use super::history::failed;
+use super::result_form;
 use crate::db::DbError;
 
 /// Where applied function files are recorded.
@@ -76,11 +77,37 @@ pub async fn apply(client: &mut Client, citus: bool) -> Result<Vec<String>, DbEr
     Ok(changed.iter().map(|f| f.file.to_owned()).collect())
 }
 
-/// [`apply`]'s transaction for the given files: both passes, then their records.
+/// [`apply`]'s transaction for the given files: both passes, then their records. A file
+/// whose function `CREATE OR REPLACE` refuses to change in place is applied again by a
+/// drop and a create ([`result_form`]), in a new attempt of the whole transaction.
 pub async fn apply_files(
     client: &mut Client,
     files: &[&SqlFile],
     citus: bool,
+) -> Result<(), DbError> {
+    let mut replaced: Vec<&str> = Vec::new();
+    loop {
+        let error = match apply_attempt(client, files, citus, &replaced).await {
+            Err(error) => error,
+            done => return done,
+        };
+        let refused = result_form::refused_in_place(&error)
+            .and_then(|step| files.iter().find(|f| f.file == step))
+            .filter(|f| !replaced.contains(&f.file));
+        match refused {
+            Some(file) => replaced.push(file.file),
+            None => return Err(error),
+        }
+    }
+}
+
+/// One attempt of [`apply_files`]'s transaction, the files named in `replaced` dropped
+/// before they are created.
+async fn apply_attempt(
+    client: &mut Client,
+    files: &[&SqlFile],
+    citus: bool,
+    replaced: &[&str],
 ) -> Result<(), DbError> {
     let level = newest();
     let tx = client.transaction().await.map_err(failed("functions"))?;
@@ -94,6 +121,10 @@ pub async fn apply_files(
             .await
             .map_err(failed("functions"))?;
         for file in files {
+            if check == "off" && replaced.contains(&file.file) {
+                result_form::replace(&tx, file).await?;
+                continue;
+            }
             // One statement per query: Citus refuses a file's trigger DDL on a distributed
             // table sent with the rest of the file (super::statements).
             for statement in file.statements() {

@@ -29,6 +29,7 @@ pub mod functions;
 mod history;
 pub mod legacy;
 pub mod migrations;
+mod result_form;
 pub mod statements;
 
 use std::time::{Duration, Instant};
