@@ -15,6 +15,10 @@ use anyhow::{bail, Context};
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// A graceful stop also stops the embedded PostgreSQL (which writes a checkpoint).
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many times a start is tried when a port it picked was taken before the broker bound it.
+const START_ATTEMPTS: u32 = 3;
+/// What the broker's log says when its listener's port is taken.
+const PORT_TAKEN: &str = "Address already in use";
 /// Names the embedded cluster's socket file; nothing listens on TCP, so any value works.
 const EMBEDDED_PG_PORT: u16 = 5433;
 
@@ -30,8 +34,29 @@ pub struct SpawnedBroker {
 
 impl SpawnedBroker {
     /// Starts `binary` with `extra_env` on top of the tool's settings, its data in a fresh
-    /// folder under `work_dir`, and waits for /health.
+    /// folder under `work_dir`, and waits for /health. A start whose port was taken
+    /// meanwhile is tried again on new ports: they are free when picked, but the broker
+    /// binds them only after initdb, and an outgoing connection of anything on the machine
+    /// may take one of them first.
     pub async fn start(
+        binary: &Path,
+        extra_env: &[(String, String)],
+        work_dir: &Path,
+    ) -> anyhow::Result<Self> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(binary, extra_env, work_dir).await {
+                Err(e) if attempt < START_ATTEMPTS && e.to_string().contains(PORT_TAKEN) => {
+                    eprintln!("queen-bench: a port was taken before the broker bound it; again");
+                    attempt += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    /// One start of [`SpawnedBroker::start`] on newly picked ports.
+    async fn start_once(
         binary: &Path,
         extra_env: &[(String, String)],
         work_dir: &Path,
@@ -167,4 +192,50 @@ pub fn free_port() -> anyhow::Result<u16> {
 pub fn default_binary() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context("locating queen-bench")?;
     Ok(me.with_file_name("queen"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broker that cannot bind its port is started again on new ports, up to
+    /// [`START_ATTEMPTS`] times; any other failure is not.
+    #[tokio::test]
+    async fn a_start_whose_port_was_taken_is_tried_again_on_new_ports() {
+        // Arrange: stand-ins for the broker that fail as a taken port or as anything else,
+        // each counting its starts.
+        let dir = std::env::temp_dir().join(format!("queen-bench-spawn-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let stand_in = |name: &str, message: &str| {
+            let script = dir.join(name);
+            let count = dir.join(format!("{name}.starts"));
+            fs::write(
+                &script,
+                format!(
+                    "#!/bin/sh\necho start >> {}\necho 'queen: {message}'\nexit 1\n",
+                    count.display()
+                ),
+            )
+            .unwrap();
+            fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+            (script, count)
+        };
+        let (taken, taken_count) = stand_in(
+            "taken",
+            "mesh listener failed on 127.0.0.1:1: Address already in use",
+        );
+        let (other, other_count) = stand_in("other", "bad configuration");
+        let starts = |count: &Path| fs::read_to_string(count).unwrap().lines().count();
+
+        // Act
+        let taken_result = SpawnedBroker::start(&taken, &[], &dir).await;
+        let other_result = SpawnedBroker::start(&other, &[], &dir).await;
+
+        // Assert
+        assert!(taken_result.is_err());
+        assert!(other_result.is_err());
+        assert_eq!(starts(&taken_count), START_ATTEMPTS as usize);
+        assert_eq!(starts(&other_count), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
