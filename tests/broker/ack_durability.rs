@@ -2,58 +2,119 @@
 //! `QUEEN_ACK_SYNC_COMMIT` is on; an ack inside a transaction bundle always waits. Observed
 //! from inside PostgreSQL: a test trigger records the `synchronous_commit` in force when an
 //! ack's cursor update finishes, on a database whose default is `on`.
+//!
+//! On the Citus layout the cursor update runs on the worker holding the partition's shard,
+//! in the worker's transaction (`queen.log_ack_v3`, delegated), and that transaction's
+//! commit is the one whose flush matters; the coordinator's session settings do not reach
+//! it. So there the test observes the worker: the default `on` is set on every node (the
+//! test cluster's nodes run with `off`), the trigger goes to the shards
+//! (`citus.enable_unsafe_triggers`, as `kv::install_kv_fault` does) and records into a
+//! table of the node it fires on, and the records are read from every node. An `off`
+//! there is the broker's relaxed choice reaching the worker's own commit.
 
 use serde_json::{json, Value};
 
 use crate::support::fixtures::numbers;
-use crate::support::{postgres, TestBroker};
+use crate::support::{citus, postgres, TestBroker};
 
-/// A fresh database whose sessions default to synchronous commits, with a trigger that
-/// records the setting in force at the end of every statement that releases a lease.
+/// The recording table and its trigger function.
+const RECORDER: [&str; 2] = [
+    "CREATE TABLE public.ack_commits (setting text NOT NULL)",
+    "CREATE FUNCTION public.record_ack_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+         IF NEW.worker_id IS NULL AND OLD.worker_id IS NOT NULL THEN
+             INSERT INTO public.ack_commits VALUES (current_setting('synchronous_commit'));
+         END IF;
+         RETURN NULL;
+     END $$",
+];
+
+/// A fresh database whose sessions default to synchronous commits, with a trigger function
+/// that records the setting in force at the end of every statement that releases a lease.
+/// On the Citus layout the setting, the table and the function are made on every node,
+/// each node's own (DDL propagation off).
 async fn recorded_database() -> tokio_postgres::Config {
     let pg = postgres::fresh_database().await;
-    let (client, connection) = pg.connect(tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
+    if citus::layout() {
+        citus::set_on_every_node(&pg, "synchronous_commit = on").await;
+        for node in citus::every_node(&pg) {
+            let client = connect(&node).await;
+            client
+                .batch_execute("SET citus.enable_ddl_propagation TO off")
+                .await
+                .unwrap();
+            for statement in RECORDER {
+                client.batch_execute(statement).await.unwrap();
+            }
+        }
+        return pg;
+    }
+    let client = connect(&pg).await;
     let db = pg.get_dbname().unwrap().to_owned();
     client
-        .batch_execute(&format!(
-            "ALTER DATABASE {db} SET synchronous_commit = on;
-             CREATE TABLE public.ack_commits (setting text NOT NULL);
-             CREATE FUNCTION public.record_ack_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-                 IF NEW.worker_id IS NULL AND OLD.worker_id IS NOT NULL THEN
-                     INSERT INTO public.ack_commits VALUES (current_setting('synchronous_commit'));
-                 END IF;
-                 RETURN NULL;
-             END $$;"
-        ))
+        .batch_execute(&format!("ALTER DATABASE {db} SET synchronous_commit = on"))
         .await
         .unwrap();
+    for statement in RECORDER {
+        client.batch_execute(statement).await.unwrap();
+    }
     pg
 }
 
-/// Installs the trigger once the broker has created its tables.
-async fn record(b: &TestBroker) {
-    b.sql()
-        .await
-        .batch_execute(
-            "DELETE FROM public.ack_commits;
-             CREATE OR REPLACE TRIGGER record_ack_commit AFTER UPDATE ON queen.log_consumers
-             FOR EACH ROW EXECUTE FUNCTION public.record_ack_commit();",
-        )
-        .await
-        .unwrap();
+/// A session on `config`'s database.
+async fn connect(config: &tokio_postgres::Config) -> tokio_postgres::Client {
+    let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
 }
 
+/// Where the records are: every node of the Citus layout, else the one database.
+fn recording_nodes(b: &TestBroker) -> Vec<tokio_postgres::Config> {
+    if citus::layout() {
+        citus::every_node(&b.pg)
+    } else {
+        vec![b.pg.clone()]
+    }
+}
+
+/// Installs the trigger once the broker has created its tables, after clearing the
+/// records. On the Citus layout `log_consumers` is distributed: the trigger needs
+/// `citus.enable_unsafe_triggers`, and goes alone in its query (Citus sends a trigger's
+/// DDL to the workers with the query's text).
+async fn record(b: &TestBroker) {
+    for node in recording_nodes(b) {
+        connect(&node)
+            .await
+            .batch_execute("DELETE FROM public.ack_commits")
+            .await
+            .unwrap();
+    }
+    let sql = b.sql().await;
+    if citus::layout() {
+        sql.batch_execute("SET citus.enable_unsafe_triggers = on")
+            .await
+            .expect("allow a trigger on a distributed table");
+    }
+    sql.batch_execute(
+        "CREATE TRIGGER record_ack_commit AFTER UPDATE ON queen.log_consumers
+         FOR EACH ROW EXECUTE FUNCTION public.record_ack_commit()",
+    )
+    .await
+    .unwrap();
+}
+
+/// The settings recorded, node after node.
 async fn recorded(b: &TestBroker) -> Vec<String> {
-    b.sql()
-        .await
-        .query("SELECT setting FROM public.ack_commits", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
+    let mut settings = Vec::new();
+    for node in recording_nodes(b) {
+        let rows = connect(&node)
+            .await
+            .query("SELECT setting FROM public.ack_commits", &[])
+            .await
+            .unwrap();
+        settings.extend(rows.iter().map(|r| r.get::<_, String>(0)));
+    }
+    settings
 }
 
 /// Pushes, pops and acks one batch, completely (the whole-lease ack) and, for a second

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{counter, spawn_get};
-use crate::support::{eventually, payloads, TestBroker};
+use crate::support::{citus, eventually, payloads, postgres, TestBroker};
 
 /// Sets pop maintenance mode through one node.
 async fn set_maintenance(b: &TestBroker, on: bool) {
@@ -92,33 +92,61 @@ async fn maintenance_mode_answers_204_on_every_node_and_ends() {
     assert_eq!(payloads(&from_b), vec![json!("m0"), json!("m1")]);
 }
 
-/// Blocks pushes to a partition (which must exist) from a direct SQL transaction.
+/// Blocks pushes to a partition (which must exist) from a direct SQL transaction: its
+/// row, locked by id. On the Citus layout `log_partitions` is distributed by id, and Citus
+/// refuses a `FOR UPDATE` without the distribution column ("could not run distributed
+/// query with FOR UPDATE/SHARE commands"); by id it locks the row on its worker, in the
+/// worker's transaction that this one opened there.
 async fn lock_partition(b: &TestBroker, name: &str) -> tokio_postgres::Client {
     let client = b.sql().await;
+    let id: i64 = client
+        .query_one(
+            "SELECT id FROM queen.log_partitions WHERE name = $1",
+            &[&name],
+        )
+        .await
+        .unwrap()
+        .get(0);
     client.batch_execute("BEGIN").await.unwrap();
     client
         .execute(
-            "SELECT 1 FROM queen.log_partitions WHERE name = $1 FOR UPDATE",
-            &[&name],
+            "SELECT 1 FROM queen.log_partitions WHERE id = $1 FOR UPDATE",
+            &[&id],
         )
         .await
         .unwrap();
     client
 }
 
-/// Waits until some backend of the broker's database waits on a lock.
+/// Waits until some backend of the broker's database waits on a lock. On the Citus layout
+/// the push is delegated to the partition's worker and waits there (the coordinator's
+/// backend waits for the worker's answer, not on a lock), so every node is looked at.
 async fn wait_for_lock_waiter(b: &TestBroker) {
-    let watcher = b.sql().await;
+    let nodes = if citus::layout() {
+        citus::every_node(&b.pg)
+    } else {
+        vec![b.pg.clone()]
+    };
+    let mut watchers = Vec::new();
+    for node in &nodes {
+        let (client, connection) = node.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        watchers.push(client);
+    }
     let waiting = eventually(Duration::from_secs(5), || async {
-        let n: i64 = watcher
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let mut n = 0;
+        for watcher in &watchers {
+            let here: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            n += here;
+        }
         (n >= 1).then_some(())
     })
     .await;
@@ -172,8 +200,13 @@ async fn an_exhausted_pool_answers_500_pool() {
 /// ran it is dropped from the pool.
 #[actix_rt::test]
 async fn a_statement_timeout_answers_500_and_quarantines_the_connection() {
-    // Arrange
-    let b = TestBroker::start_with(&[("QUEEN_STATEMENT_TIMEOUT_MS", "300")]).await;
+    // Arrange: on the Citus layout the schema is laid out first by a broker without the
+    // timeout (the layout's conversion of the tables takes longer than 300 ms there).
+    let pg = postgres::fresh_database().await;
+    if citus::layout() {
+        TestBroker::start_on(pg.clone(), &[]).await.stop().await;
+    }
+    let b = TestBroker::start_on(pg, &[("QUEEN_STATEMENT_TIMEOUT_MS", "300")]).await;
     b.push("slow", "p", &[json!("first")]).await;
     let quarantined_before = counter(&b, "/pool/quarantined").await;
     let locker = lock_partition(&b, "p").await;

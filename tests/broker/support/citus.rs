@@ -166,6 +166,21 @@ pub async fn set_on_every_node(database: &tokio_postgres::Config, setting: &str)
     }
 }
 
+/// The connection settings of `database` (a database [`fresh_database`] gave) on each node
+/// of the test cluster, the coordinator first, then the workers in order: for a test that
+/// reads or writes what lives on one node only (a local table a trigger on the shards
+/// writes).
+pub fn every_node(database: &tokio_postgres::Config) -> Vec<tokio_postgres::Config> {
+    let name = database.get_dbname().expect("a fresh database has a name");
+    let coordinator = match database.get_ports() {
+        [port, ..] => *port,
+        [] => panic!("a fresh database has a port"),
+    };
+    (coordinator..=coordinator + WORKERS)
+        .map(|port| config(port, name))
+        .collect()
+}
+
 /// Starts worker `WORKERS + 1` of the test cluster (the script's `start` with one worker
 /// more), once; its port.
 fn extra_worker() -> u16 {
