@@ -83,6 +83,7 @@ mod queue_ttl;
 mod reads_changed;
 mod reads_fetch;
 mod reads_fetch_framed;
+mod reference_lock_order;
 mod retention;
 mod retention_concurrency;
 mod retention_dedup;

@@ -92,6 +92,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("082_release_mark_group_limit_admit.sql"),
     migration!("083_drop_pop_entry_points_v1.sql"),
     migration!("085_release_mark_has_pending_plpgsql.sql"),
+    migration!("087_release_mark_reference_lock_order.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
