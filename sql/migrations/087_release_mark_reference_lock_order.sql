@@ -10,5 +10,8 @@
 -- queen.queues; a transaction that created the queue first and wrote the other table after
 -- took them in the other order, and racing first pops deadlocked (docs/scale-out.md,
 -- "Part eight").
+-- Also edited in place, same signature: log_resolve_offsets_v2 (an ack's offsets read from
+-- the span's segments, not counted from the cursor: a lease whose span begins after a
+-- retention gap was acked on the wrong offsets).
 -- Takes no lock; no data; no notifications.
 SELECT 1;

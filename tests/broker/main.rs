@@ -4,6 +4,7 @@
 mod support;
 
 mod ack;
+mod ack_after_retention_gap;
 mod ack_durability;
 mod ack_known_lease;
 mod ack_repeated_transaction_id;
