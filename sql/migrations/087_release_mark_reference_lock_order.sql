@@ -12,6 +12,8 @@
 -- "Part eight").
 -- Also edited in place, same signature: log_resolve_offsets_v2 (an ack's offsets read from
 -- the span's segments, not counted from the cursor: a lease whose span begins after a
--- retention gap was acked on the wrong offsets).
+-- retention gap was acked on the wrong offsets), log_register_group_at_v1 and
+-- retention_segments_v2 (a registration in flight keeps completed retention off its
+-- queue, through the advisory lock 'queen.register/<queue id>').
 -- Takes no lock; no data; no notifications.
 SELECT 1;

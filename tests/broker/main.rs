@@ -88,6 +88,7 @@ mod reference_lock_order;
 mod retention;
 mod retention_concurrency;
 mod retention_dedup;
+mod retention_registration;
 mod retry_delay;
 mod shutdown;
 mod spool;
