@@ -18,7 +18,9 @@
 --
 -- Returns the queue id, the Default partition's id and the effective queue row as JSON
 -- (without id, tenant, created_at and updated_at).
--- Locks: the queue row, to the end of the caller's transaction. Creating the queue or its
+-- Locks: the queue row, to the end of the caller's transaction; on the Citus layout the
+-- directory's and then the queues' reference-table shard locks (docs/scale-out.md, "Part
+-- eight"). Creating the queue or its
 -- Default partition fires the queues_limit trigger (queen.tenant_limit_guard_v1, its
 -- advisory lock); the Default partition is exempt from partitions_limit. No notifications.
 CREATE OR REPLACE FUNCTION queen.configure_queue_v1(
@@ -38,6 +40,12 @@ DECLARE
     v_pid bigint;
     o     jsonb := coalesce(p_options, '{}'::jsonb);
 BEGIN
+    -- The directory's lock before the queue's (a row lock on no row; nothing on plain
+    -- PostgreSQL): the Default partition is ensured below, and on the Citus layout every
+    -- write of the directory takes Citus's reference-table shard locks in that order (its
+    -- foreign key to queen.queues); the other order deadlocks (docs/scale-out.md, "Part
+    -- eight").
+    PERFORM 1 FROM queen.log_partition_names n WHERE n.id = 0 FOR UPDATE;
     INSERT INTO queen.queues (tenant, name) VALUES (p_tenant, p_queue)
     ON CONFLICT (tenant, name) DO NOTHING;
 

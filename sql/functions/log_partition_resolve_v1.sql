@@ -13,7 +13,9 @@
 -- segment's offset to last_offset), which the caller compares with max_size before it
 -- appends; otherwise stored is 0. No write when queue and partition exist (a push then
 -- writes only its partition's worker). Creating rows fires the queues_limit and
--- partitions_limit triggers (queen.tenant_limit_guard_v1). No notifications.
+-- partitions_limit triggers (queen.tenant_limit_guard_v1). Creating the queue takes the
+-- directory's lock before the queue's (Citus's reference-table shard locks; docs/
+-- scale-out.md, "Part eight"). No notifications.
 CREATE OR REPLACE FUNCTION queen.log_partition_resolve_v1(
     p_tenant         text,
     p_queue          text,
@@ -37,6 +39,12 @@ BEGIN
     INTO v_qid, v_window, v_max
     FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
     IF v_qid IS NULL THEN
+        -- The directory's lock before the queue's (a row lock on no row; nothing on plain
+        -- PostgreSQL): the partition is created next, and on the Citus layout every write
+        -- of the directory takes Citus's reference-table shard locks in that order (its
+        -- foreign key to queen.queues); the other order deadlocks with a push that creates
+        -- a partition of a queue that exists (docs/scale-out.md, "Part eight").
+        PERFORM 1 FROM queen.log_partition_names n WHERE n.id = 0 FOR UPDATE;
         INSERT INTO queen.queues (tenant, name) VALUES (p_tenant, p_queue)
         ON CONFLICT (tenant, name) DO NOTHING;
         SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window), q.max_size

@@ -25,7 +25,8 @@
 -- consumer-group limit first (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT).
 -- Rows: queue_name, partition_name and the columns of queen.log_pop_row, per claimed
 -- segment slice. Locks: as queen.log_pop_v3 per claim, plus the subscription row during a
--- watermark check. Never waits on another pop's transaction except a concurrent seeder's
+-- watermark check; when it creates the queue, the lock order of Citus's reference-table
+-- shard locks (subscriptions, then queues) is taken first. Never waits on another pop's transaction except a concurrent seeder's
 -- first-contact insert (one short wait, no chain). No notifications.
 CREATE OR REPLACE FUNCTION queen.log_pop_wildcard_bin_v2(
     p_pop   queen.log_pop_args,
@@ -54,6 +55,15 @@ BEGIN
     SELECT * INTO v_q
     FROM queen.log_pop_options_v1(p_pop.tenant, p_queue, p_pop.consumer_group);
     IF v_q.queue_id IS NULL THEN
+        -- The subscriptions' lock before the queue's: a row lock on no row (locks nothing
+        -- on plain PostgreSQL). On the Citus layout it takes Citus's locks on the
+        -- reference-table shards of the subscriptions, then of the queues, the order every
+        -- write of a subscription takes them in (its foreign key to queen.queues); creating
+        -- the queue first and registering the group after took them the other way round,
+        -- and racing first pops deadlocked (docs/scale-out.md, "Part eight").
+        PERFORM 1 FROM queen.consumer_groups_metadata m
+        WHERE m.consumer_group = p_pop.consumer_group AND m.queue_id = 0
+        FOR UPDATE;
         INSERT INTO queen.queues (tenant, name) VALUES (p_pop.tenant, p_queue)
         ON CONFLICT (tenant, name) DO NOTHING;
         SELECT * INTO v_q

@@ -72,6 +72,9 @@ BEGIN
     INTO v_qid, v_window
     FROM queen.queues q WHERE q.tenant = p_tenant AND q.name = p_queue;
     IF v_qid IS NULL THEN
+        -- The directory's lock before the queue's, as queen.log_partition_resolve_v1
+        -- takes them (a row lock on no row; nothing on plain PostgreSQL).
+        PERFORM 1 FROM queen.log_partition_names n WHERE n.id = 0 FOR UPDATE;
         INSERT INTO queen.queues (tenant, name) VALUES (p_tenant, p_queue)
         ON CONFLICT (tenant, name) DO NOTHING;
         SELECT q.id, coalesce(q.dedup_window_seconds, p_default_window)

@@ -21,8 +21,9 @@
 -- The group is checked against the tenant's consumer-group limit before its cursors are
 -- seeded (queen.tenant_group_admit_v1; over it SQLSTATE QLIMT).
 -- Locks: the metadata row it inserts and the cursor rows it seeds; a concurrent first
--- contact waits for this insert; the limit's advisory lock when a limit is set. No
--- notifications.
+-- contact waits for this insert; the limit's advisory lock when a limit is set; the
+-- advisory lock 'queen.register/<queue id>' shared, to the end of the transaction (keeps
+-- completed retention off the queue meanwhile). No notifications.
 CREATE OR REPLACE FUNCTION queen.log_register_group_at_v1(
     p_qid         bigint,
     p_group       text,
@@ -57,6 +58,13 @@ BEGIN
     ELSE
         v_mode := 'all';
     END IF;
+    -- A registration in flight keeps completed retention off the queue until it commits
+    -- (queen.retention_segments_v2 try-locks the same key): until then the sweep does not
+    -- see the subscription, and a partition this call has not seeded a cursor on yet (or
+    -- one created meanwhile) would lose what queue mode consumed. Taken where both run,
+    -- in the broker's session (the coordinator on the Citus layout, where a first
+    -- contact's cursors take seconds under load: docs/scale-out.md, "Part eight").
+    PERFORM pg_advisory_xact_lock_shared(hashtextextended('queen.register/' || p_qid, 0));
     INSERT INTO queen.consumer_groups_metadata
         (consumer_group, queue_id, subscription_mode, subscription_timestamp, conflation)
     VALUES (p_group, p_qid, v_mode, v_ts, p_conflation)

@@ -5,7 +5,11 @@
 -- (queen.log_ack_v2), in the order given. p_hashes[i] is queen.txn_hash(p_txn_ids[i]),
 -- computed by the broker, and is compared as its 48-bit key (hash >> 16, see
 -- queen.txn_key), so that segments storing keys and segments storing hashes both answer.
--- For each id: its offset in (p_after, p_upto], the lease's span. An id that occurs more
+-- For each id: its offset in (p_after, p_upto], the lease's span, as the segments there
+-- number it (the span may begin past p_after + 1: retention may have deleted the
+-- segments before a lease's first delivered message; until part eight of
+-- docs/scale-out.md the offsets were counted from p_after + 1, so such an ack settled the
+-- wrong messages, kept the lease and its rest came again after the lease expired). An id that occurs more
 -- than once there (only a queue without dedup allows it) takes its first occurrence that
 -- is neither in p_done (the cursor's acked_ahead: done already) nor taken by an earlier
 -- item of this call, so each ack of it settles one more message
@@ -35,6 +39,11 @@ CREATE OR REPLACE FUNCTION queen.log_resolve_offsets_v2(
 DECLARE
     v_keys bigint[];
     v_span bigint[] := '{}';
+    -- The offset of each key of v_span: the span's segments need not start at
+    -- p_after + 1 (retention may have deleted the segments before the lease's first
+    -- delivered message, which then begins the span), so a key's offset is read here,
+    -- never counted from p_after.
+    v_span_off bigint[] := '{}';
     v_offs bigint[];
     v_pos  integer;
     r      record;
@@ -60,6 +69,9 @@ BEGIN
           AND s.base_offset <= p_upto
         ORDER BY s.base_offset
     LOOP
+        v_span_off := v_span_off || ARRAY(
+            SELECT o FROM generate_series(r.base_offset + r.a - 1, r.base_offset + r.b - 1) AS o
+            ORDER BY o);
         IF r.txn_keys_hi IS NOT NULL THEN
             v_span := v_span || ARRAY(
                 SELECT (u.hi::bigint << 16) | (u.lo::bigint & 65535)
@@ -80,8 +92,7 @@ BEGIN
 
     IF v_span = v_keys THEN
         -- The common case: the whole span, in delivery order.
-        SELECT array_agg(o) INTO v_offs FROM generate_series(p_after + 1, p_upto) AS o;
-        RETURN v_offs;
+        RETURN v_span_off;
     END IF;
     -- Otherwise each key's position in the span (C-level scans of at most a lease's ids),
     -- past occurrences done already or taken by an earlier item.
@@ -89,14 +100,14 @@ BEGIN
     FOR i IN 1 .. cardinality(v_keys) LOOP
         v_pos := array_position(v_span, v_keys[i]);
         WHILE v_pos IS NOT NULL
-              AND ((p_after + v_pos) = ANY (v_offs)
-                   OR (p_after + v_pos) = ANY (coalesce(p_done, '{}'))) LOOP
+              AND (v_span_off[v_pos] = ANY (v_offs)
+                   OR v_span_off[v_pos] = ANY (coalesce(p_done, '{}'))) LOOP
             v_pos := array_position(v_span, v_keys[i], v_pos + 1);
         END LOOP;
         IF v_pos IS NULL THEN
             v_pos := array_position(v_span, v_keys[i]);
         END IF;
-        v_offs := v_offs || (p_after + v_pos);
+        v_offs := v_offs || v_span_off[v_pos];
     END LOOP;
 
     IF array_position(v_offs, NULL) IS NOT NULL THEN

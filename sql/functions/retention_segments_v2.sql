@@ -33,7 +33,10 @@
 -- segments about to go, until the batch commits; without that lock, a group's first claim
 -- could commit between the reads or run beside the sweep, and its acks then found the
 -- leased messages deleted ("Message not found"). A partition it cannot lock at once is met
--- again on the next pass. No notifications.
+-- again on the next pass. Completed retention also leaves a partition alone while a
+-- group registration on its queue is in flight (a try of the advisory lock
+-- 'queen.register/<queue id>', held to the end of the batch once taken). No
+-- notifications.
 CREATE OR REPLACE FUNCTION queen.retention_segments_v2(
     p_after                  bigint,
     p_budget                 integer,
@@ -100,6 +103,13 @@ BEGIN
             v_locked := NULL;
             SELECT lp.id INTO v_locked FROM queen.log_partitions lp
             WHERE lp.id = p.id FOR UPDATE SKIP LOCKED;
+            -- A group registration in flight on the queue (queen.log_register_group_at_v1
+            -- holds this key shared to its commit): its subscription is not visible yet,
+            -- so this pass leaves the partition's completed retention alone.
+            IF v_locked IS NOT NULL AND NOT pg_try_advisory_xact_lock(
+                   hashtextextended('queen.register/' || p.qid, 0)) THEN
+                v_locked := NULL;
+            END IF;
             IF v_locked IS NOT NULL THEN
                 -- One statement, one snapshot: the cursors and the groups missing one.
                 SELECT c.lo, c.n,

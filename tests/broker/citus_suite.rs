@@ -24,6 +24,9 @@ const ON_CITUS: &[&str] = &[
     // The layout: fresh, existing unsharded, and wildcard pops over sixteen partitions on
     // both workers under concurrent pushes.
     "citus_layout::",
+    // Creating a queue and registering a group in one transaction beside another group's
+    // registration: Citus's reference-table shard locks taken in one order (part eight).
+    "reference_lock_order::",
     // Migrations on a fresh and on an existing database (laid out by the first start).
     "upgrade::",
     // Pushes naming partitions on both workers in one request and in one bundle (2PC).

@@ -4,6 +4,7 @@
 mod support;
 
 mod ack;
+mod ack_after_retention_gap;
 mod ack_durability;
 mod ack_known_lease;
 mod ack_repeated_transaction_id;
@@ -83,9 +84,11 @@ mod queue_ttl;
 mod reads_changed;
 mod reads_fetch;
 mod reads_fetch_framed;
+mod reference_lock_order;
 mod retention;
 mod retention_concurrency;
 mod retention_dedup;
+mod retention_registration;
 mod retry_delay;
 mod shutdown;
 mod spool;

@@ -93,6 +93,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("083_drop_pop_entry_points_v1.sql"),
     migration!("085_release_mark_has_pending_plpgsql.sql"),
     migration!("086_answer_row_types.sql"),
+    migration!("087_release_mark_reference_lock_order.sql"),
     migration!("088_release_mark_maintenance_plpgsql.sql"),
 ];
 

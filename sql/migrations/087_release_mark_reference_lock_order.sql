@@ -1,0 +1,19 @@
+-- 087_release_mark_reference_lock_order: no schema change; marks this release's edited
+-- function files, so a node of the previous release restarted during a rolling upgrade
+-- leaves them alone (README, "Rolling upgrades").
+--
+-- Edited in place for the Citus layout, same signatures: log_pop_wildcard_bin_v2 and
+-- queue_ensure_v1 (the subscriptions' lock before the queue's when they create the
+-- queue), log_partition_resolve_v1, log_push_v3 and configure_queue_v1 (the partition
+-- directory's lock before the queue's). On the layout a write of a table that refers to
+-- queen.queues by foreign key takes Citus's shard lock of that table and then of
+-- queen.queues; a transaction that created the queue first and wrote the other table after
+-- took them in the other order, and racing first pops deadlocked (docs/scale-out.md,
+-- "Part eight").
+-- Also edited in place, same signature: log_resolve_offsets_v2 (an ack's offsets read from
+-- the span's segments, not counted from the cursor: a lease whose span begins after a
+-- retention gap was acked on the wrong offsets), log_register_group_at_v1 and
+-- retention_segments_v2 (a registration in flight keeps completed retention off its
+-- queue, through the advisory lock 'queen.register/<queue id>').
+-- Takes no lock; no data; no notifications.
+SELECT 1;
