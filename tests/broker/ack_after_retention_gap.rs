@@ -1,6 +1,6 @@
 //! An ack of a lease whose span begins after a retention gap: a group's cursor still
 //! below segments that retention deleted (tests/broker/retention_concurrency.rs met it
-//! on the Citus layout: docs/scale-out.md, "Part eight"). The claim delivers from the
+//! on the Citus layout: docs/scale-out.md, "Part nine"). The claim delivers from the
 //! first stored message; the ack must settle exactly those messages, by the offsets the
 //! segments give them, and release the lease.
 

@@ -25,7 +25,7 @@ const ON_CITUS: &[&str] = &[
     // both workers under concurrent pushes.
     "citus_layout::",
     // Creating a queue and registering a group in one transaction beside another group's
-    // registration: Citus's reference-table shard locks taken in one order (part eight).
+    // registration: Citus's reference-table shard locks taken in one order (part nine).
     "reference_lock_order::",
     // Migrations on a fresh and on an existing database (laid out by the first start).
     "upgrade::",

@@ -2,7 +2,7 @@
 //! reference table takes Citus's lock on its shard to the end of the transaction, and a
 //! write of a table that refers to `queen.queues` by foreign key (the subscriptions
 //! `queen.consumer_groups_metadata`, the partition directory) takes that table's lock
-//! and then the queues' (docs/scale-out.md, "Part eight"). A transaction that creates a
+//! and then the queues' (docs/scale-out.md, "Part nine"). A transaction that creates a
 //! queue and then registers a group on it must take them in the same order, or it
 //! deadlocks with a group registering on a queue that exists. On plain PostgreSQL the two
 //! transactions below do not touch the same rows and never wait; the test passes there too.

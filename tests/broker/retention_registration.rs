@@ -1,6 +1,6 @@
 //! Completed retention and a group registration in flight: until the registration
 //! commits, the sweep does not see the new subscription, so it must not delete what that
-//! group has not read (docs/scale-out.md, "Part eight"). Plain PostgreSQL only: on the
+//! group has not read (docs/scale-out.md, "Part nine"). Plain PostgreSQL only: on the
 //! Citus layout the pushes and pops below wait for the registration's reference-table
 //! locks, so there a partition cannot be created meanwhile (not in `ON_CITUS`).
 
