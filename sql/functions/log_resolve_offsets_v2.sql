@@ -7,9 +7,9 @@
 -- queen.txn_key), so that segments storing keys and segments storing hashes both answer.
 -- For each id: its offset in (p_after, p_upto], the lease's span, as the segments there
 -- number it (the span may begin past p_after + 1: retention may have deleted the
--- segments before a lease's first delivered message; until part eight of
--- docs/scale-out.md the offsets were counted from p_after + 1, so such an ack settled the
--- wrong messages, kept the lease and its rest came again after the lease expired). An id that occurs more
+-- segments before a lease's first delivered message; counted from p_after + 1, such an
+-- ack settled the wrong messages, kept the lease, and the rest came again after the
+-- lease expired: docs/scale-out.md, "Part nine"). An id that occurs more
 -- than once there (only a queue without dedup allows it) takes its first occurrence that
 -- is neither in p_done (the cursor's acked_ahead: done already) nor taken by an earlier
 -- item of this call, so each ack of it settles one more message
