@@ -139,6 +139,7 @@ impl App {
     pub async fn stop(self) {
         // Readiness turns false and parked pops answer now, before HTTP stops accepting.
         self.broker.draining.cancel();
+        self.broker.registry.drain_started();
         self.server.stop(true).await;
         let _ = self.server_task.await;
         self.refresher.abort();
