@@ -139,6 +139,7 @@ impl App {
     pub async fn stop(self) {
         // Readiness turns false and parked pops answer now, before HTTP stops accepting.
         self.broker.draining.cancel();
+        self.broker.registry.drain_started();
         self.server.stop(true).await;
         let _ = self.server_task.await;
         self.refresher.abort();
@@ -274,6 +275,9 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             .db
             .bind_worker(worker_slots.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         state.broker.registry.adopt_worker_thread();
+        // Each worker hands the pages its bursts freed back to the system while it is
+        // quiet (README, "Parked long-polls").
+        actix_web::rt::spawn(crate::actors::heap_return::collect_periodically());
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
             .wrap(from_fn(front::front))

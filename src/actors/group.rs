@@ -445,6 +445,14 @@ impl Handler<ConfigChanged> for GroupActor {
     }
 }
 
+impl Handler<DrainStarted> for GroupActor {
+    type Result = ();
+
+    fn handle(&mut self, _: DrainStarted, _: &mut Self::Context) {
+        self.gate.release_all();
+    }
+}
+
 impl Handler<Stats> for GroupActor {
     type Result = MessageResult<Stats>;
 

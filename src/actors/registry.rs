@@ -20,7 +20,9 @@ use actix::prelude::*;
 use actix::{Arbiter, ArbiterHandle};
 
 use super::directory::Directory;
-use super::group::{AckReleased, ConfigChanged, GroupActor, GroupStats, PushLanded, Stats};
+use super::group::{
+    AckReleased, ConfigChanged, DrainStarted, GroupActor, GroupStats, PushLanded, Stats,
+};
 use super::ring::PartitionRef;
 use super::wake_gate::WakeSource;
 use super::GroupKey;
@@ -137,6 +139,15 @@ impl Registry {
     pub fn ack_released(&self, key: &GroupKey, partition: PartitionRef) {
         self.directory
             .with(key, |addr| addr.do_send(AckReleased(partition)));
+    }
+
+    /// Tells every group actor that the broker drains: their parked pops stop waiting.
+    /// Called after the broker's drain token is cancelled, so a pop that parks after its
+    /// actor handled this finds the broker draining and does not wait.
+    pub fn drain_started(&self) {
+        for addr in self.directory.all(None) {
+            addr.do_send(DrainStarted);
+        }
     }
 
     /// Every live group actor's state, or only those of `tenant`'s queues when given.

@@ -106,6 +106,12 @@ impl WakeGate {
         false
     }
 
+    /// Lets go of every parked pop's gate without a wake: each wait ends at once, as when
+    /// the actor stops (the broker drains, and a pop that finds it draining answers empty).
+    pub fn release_all(&mut self) {
+        self.parked.clear();
+    }
+
     /// Whether any pop is parked (some may have gone away since; cheaper than
     /// [`WakeGate::waiting`]).
     pub fn any_parked(&self) -> bool {

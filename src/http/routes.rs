@@ -1,7 +1,9 @@
 //! The route table: every route, in the order actix tries them (the admin family's own
 //! table is `admin::routes`).
 
-use actix_web::web;
+use actix_web::guard;
+use actix_web::http::Method;
+use actix_web::{web, Route};
 
 use super::fallback::{method_not_allowed, no_route};
 use super::{
@@ -37,13 +39,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/pop")
             .app_data(timing::Route("/api/v1/pop"))
-            .route(web::get().to(pop::pop_discover))
+            .route(long_poll_get().to(pop::pop_discover))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
         web::resource("/api/v1/pop/queue/{queue}")
             .app_data(timing::Route("/api/v1/pop/queue/{queue}"))
-            .route(web::get().to(pop::pop_queue))
+            .route(long_poll_get().to(pop::pop_queue))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
@@ -51,7 +53,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .app_data(timing::Route(
                 "/api/v1/pop/queue/{queue}/partition/{partition}",
             ))
-            .route(web::get().to(pop::pop_partition))
+            .route(long_poll_get().to(pop::pop_partition))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
@@ -159,7 +161,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     .service(
         web::resource("/api/v1/ephemeral/pop")
             .app_data(timing::Route("/api/v1/ephemeral/pop"))
-            .route(web::get().to(ephemeral::routes::pop))
+            .route(long_poll_get().to(ephemeral::routes::pop))
             .default_service(web::to(method_not_allowed)),
     )
     .service(
@@ -229,4 +231,13 @@ fn console_routes(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(console::page))
             .default_service(web::to(method_not_allowed)),
     );
+}
+
+/// A `GET` route for the routes that long-poll, without actix's method guard: that guard
+/// records the methods it tried in the request's data map (the map and two boxes, about
+/// 200 bytes) for a 405's `Allow` header, which these resources answer from their own
+/// default service instead ([`method_not_allowed`]); a parked pop keeps its request, and
+/// so that map, for as long as it waits (README, "Parked long-polls").
+fn long_poll_get() -> Route {
+    web::route().guard(guard::fn_guard(|ctx| ctx.head().method == Method::GET))
 }

@@ -62,6 +62,7 @@ unsafe impl GlobalAlloc for LiveHeap {
         let p = System.alloc(layout);
         if !p.is_null() {
             count(layout.size(), 1);
+            crate::sites::allocated(p, layout.size());
         }
         p
     }
@@ -70,11 +71,13 @@ unsafe impl GlobalAlloc for LiveHeap {
         let p = System.alloc_zeroed(layout);
         if !p.is_null() {
             count(layout.size(), 1);
+            crate::sites::allocated(p, layout.size());
         }
         p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        crate::sites::freed(ptr);
         System.dealloc(ptr, layout);
         count(layout.size(), -1);
     }
@@ -84,6 +87,8 @@ unsafe impl GlobalAlloc for LiveHeap {
         if !p.is_null() {
             count(new_size, 1);
             count(layout.size(), -1);
+            crate::sites::freed(ptr);
+            crate::sites::allocated(p, new_size);
         }
         p
     }

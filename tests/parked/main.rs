@@ -8,6 +8,7 @@ mod h1_buffers;
 mod live_heap;
 mod parked_pop;
 mod raw_http;
+mod sites;
 #[path = "../broker/support/mod.rs"]
 mod support;
 

@@ -159,6 +159,13 @@ pub struct AckReleased(pub PartitionRef);
 #[rtype(result = "()")]
 pub struct ConfigChanged;
 
+/// The broker started draining: the actor lets go of its parked pops' gates, so their
+/// waits end now instead of at their deadlines (a parked pop holds no drain registration
+/// of its own, README "Parked long-polls").
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct DrainStarted;
+
 /// Asks for the actor's state, for `/metrics`.
 #[derive(Message)]
 #[rtype(result = "GroupStats")]

@@ -1,10 +1,14 @@
-//! A pop's wait between two steps: for its group's wake gate, its deadline (or one backoff
-//! interval) or the broker's drain, whichever comes first. What the group actor does with
-//! its parked pops is the actor's (`actors::wake_gate`); this file only waits.
+//! A pop's wait between two steps: for its group's wake gate or its deadline (or one backoff
+//! interval), whichever comes first. What the group actor does with its parked pops is the
+//! actor's (`actors::wake_gate`); this file only waits.
 //!
 //! A parked pop keeps this future for as long as it waits, minutes for a long-poll, so it
-//! holds what the wait needs and nothing more: the gate's receiver, one timer, the drain's
-//! registration and the parked count (README, "Parked long-polls"; tests/parked).
+//! holds what the wait needs and nothing more: the gate's receiver, one timer and the
+//! parked count (README, "Parked long-polls"; tests/parked). A draining broker ends the
+//! waits through the gates: every group actor lets go of its parked pops' gates
+//! (`Registry::drain_started`), so a parked pop keeps no registration with the drain token
+//! (a waiter node of about 70 bytes each); a wait with no gate (a discovery pop's backoff)
+//! sees the drain when its interval ends, within `POP_WAIT_MAX_INTERVAL_MS`.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -14,7 +18,6 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 use tokio::sync::oneshot;
 use tokio::time::Sleep;
-use tokio_util::sync::WaitForCancellationFuture;
 
 use super::{wait_interval, Pop, Wait};
 use crate::actors::wake_gate::WakeSource;
@@ -48,13 +51,11 @@ impl Pop<'_> {
                 return false;
             };
             let _parked = Parked::count(&self.broker.metrics);
-            // One pinned place for the three, polled by hand: `select!` over a `timeout`
+            // One pinned place for the two, polled by hand: `select!` over a `timeout`
             // kept a second copy of the gate and the pause beside its own state.
             let mut waiting = std::pin::pin!(Waiting {
                 gate,
                 sleep: tokio::time::sleep(pause),
-                // A stopping broker answers its parked pops now, not at their deadline.
-                drained: self.broker.draining.cancelled(),
             });
             poll_fn(|cx| waiting.as_mut().poll_woken(cx)).await
         }
@@ -63,18 +64,16 @@ impl Pop<'_> {
 
 pin_project! {
     /// What a parked pop waits on, in one pinned place.
-    struct Waiting<'a> {
+    struct Waiting {
         gate: Option<oneshot::Receiver<WakeSource>>,
         #[pin]
         sleep: Sleep,
-        #[pin]
-        drained: WaitForCancellationFuture<'a>,
     }
 }
 
-impl Waiting<'_> {
+impl Waiting {
     /// Ready with true when the gate opened; with false when the actor dropped the gate
-    /// (a stopped actor), the broker drains or the pause is over.
+    /// (a stopped actor, or a draining broker) or the pause is over.
     fn poll_woken(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         let this = self.project();
         if let Some(gate) = this.gate.as_mut() {
@@ -82,7 +81,7 @@ impl Waiting<'_> {
                 return Poll::Ready(sent.is_ok());
             }
         }
-        if this.drained.poll(cx).is_ready() || this.sleep.poll(cx).is_ready() {
+        if this.sleep.poll(cx).is_ready() {
             return Poll::Ready(false);
         }
         Poll::Pending

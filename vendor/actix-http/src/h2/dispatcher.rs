@@ -4,6 +4,7 @@ use std::{
     future::Future,
     marker::PhantomData,
     net,
+    cell::Cell,
     pin::{pin, Pin},
     rc::Rc,
     task::{Context, Poll},
@@ -42,6 +43,10 @@ pin_project! {
         config: ServiceConfig,
         peer_addr: Option<net::SocketAddr>,
         ping_pong: Option<H2PingPong>,
+        // Queen patch (vendor/actix-http/PATCHES.md, "h2: a late pong does not close a
+        // connection that serves requests"): this connection's streams whose service
+        // future or response is still running.
+        streams: Rc<Cell<usize>>,
         _phantom: PhantomData<B>
     }
 }
@@ -77,6 +82,7 @@ where
             connection: conn,
             conn_data: conn_data.0.map(Rc::new),
             ping_pong,
+            streams: Rc::new(Cell::new(0)),
             _phantom: PhantomData,
         }
     }
@@ -130,9 +136,11 @@ where
 
                     let fut = this.flow.service.call(req);
                     let config = this.config.clone();
+                    let open = OpenStream::count(&this.streams);
 
                     // multiplex request handling with spawn task
                     tokio::task::spawn_local(async move {
+                        let _open = open;
                         let mut tx = tx;
 
                         // Queen patch (vendor/actix-http/PATCHES.md, "h2: a reset stream drops its service future"):
@@ -186,7 +194,26 @@ where
                                     ping_pong.timer.as_mut().reset(dead_line.into());
                                 }
                                 Poll::Pending => {
-                                    return ping_pong.timer.as_mut().poll(cx).map(|_| Ok(()));
+                                    ready!(ping_pong.timer.as_mut().poll(cx));
+                                    // Queen patch (vendor/actix-http/PATCHES.md, "h2: a late
+                                    // pong does not close a connection that serves
+                                    // requests"): upstream closes the connection here, with
+                                    // every stream on it; one that still serves requests
+                                    // waits one more keep-alive period for the pong.
+                                    let open = this.streams.get();
+                                    if open == 0 {
+                                        tracing::debug!(
+                                            "h2 keep-alive ping unanswered: idle connection closed"
+                                        );
+                                        return Poll::Ready(Ok(()));
+                                    }
+                                    tracing::info!(
+                                        streams = open,
+                                        "h2 keep-alive ping unanswered within the keep-alive \
+                                         period; the connection serves requests, so it stays open"
+                                    );
+                                    let dead_line = this.config.keep_alive_deadline().unwrap();
+                                    ping_pong.timer.as_mut().reset(dead_line.into());
                                 }
                             }
                         } else {
@@ -207,6 +234,23 @@ where
                 },
             }
         }
+    }
+}
+
+/// Queen patch (vendor/actix-http/PATCHES.md, "h2: a late pong does not close a connection
+/// that serves requests"): counts one stream of a connection for as long as its task runs.
+struct OpenStream(Rc<Cell<usize>>);
+
+impl OpenStream {
+    fn count(streams: &Rc<Cell<usize>>) -> Self {
+        streams.set(streams.get() + 1);
+        OpenStream(Rc::clone(streams))
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
     }
 }
 
