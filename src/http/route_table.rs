@@ -7,7 +7,12 @@ pub const TABLES: [(&str, &str); 2] = [
     ("src/http/admin/mod.rs", include_str!("admin/mod.rs")),
 ];
 
-/// `(method, path)` of every `web::resource(..).route(web::<method>()..)` in a table.
+/// The tables' own route builders, beside `web::<method>()`, with the method each takes
+/// (`long_poll_get`: the long-polling routes' `GET` without actix's method guard).
+const OWN_BUILDERS: [(&str, &str); 1] = [("long_poll_get()", "get")];
+
+/// `(method, path)` of every `web::resource(..).route(web::<method>()..)` in a table (or
+/// `.route(<one of OWN_BUILDERS>..)`).
 pub fn registered(source: &str) -> Vec<(String, String)> {
     let mut routes = Vec::new();
     let blocks: Vec<&str> = source.split("web::resource(").skip(1).collect();
@@ -20,7 +25,10 @@ pub fn registered(source: &str) -> Vec<(String, String)> {
             .map(|(_, p)| p.to_owned())
             .collect();
         for method in ["get", "post", "put", "delete", "patch", "head"] {
-            if block.contains(&format!(".route(web::{method}()")) {
+            let own = OWN_BUILDERS
+                .iter()
+                .any(|(builder, m)| *m == method && block.contains(&format!(".route({builder}")));
+            if own || block.contains(&format!(".route(web::{method}()")) {
                 for path in &paths {
                     routes.push((method.to_owned(), path.clone()));
                 }

@@ -12,6 +12,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::record::{self, Record, RecordError};
 
@@ -26,8 +27,17 @@ pub fn path(dir: &Path, seq: u64) -> PathBuf {
     dir.join(format!("{seq:020}{SUFFIX}"))
 }
 
+/// How long [`lock`] keeps trying a lock that another holder has.
+const LOCK_PATIENCE: Duration = Duration::from_secs(1);
+
 /// Creates `dir` if needed and takes its lock, so two brokers never share one spool.
 /// The lock lasts as long as the returned file is open (a killed process loses it).
+///
+/// A lock that is taken is tried again for [`LOCK_PATIENCE`] before the spool is called
+/// in use: the lock belongs to the open file, and a process that forks keeps it held
+/// through its child until the child's exec closes the descriptor, so a spool closed
+/// and opened again by one process (a restart in place, a test) may find it held for
+/// the moment a concurrent spawn takes (once seen in CI's unit tests).
 pub fn lock(dir: &Path) -> io::Result<File> {
     fs::create_dir_all(dir)?;
     let file = OpenOptions::new()
@@ -35,15 +45,21 @@ pub fn lock(dir: &Path) -> io::Result<File> {
         .truncate(false)
         .write(true)
         .open(dir.join("lock"))?;
-    // SAFETY: flock on a descriptor this function owns; no memory is involved.
-    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if taken != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::WouldBlock,
-            format!("{} is in use by another broker", dir.display()),
-        ));
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if taken == 0 {
+            return Ok(file);
+        }
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is in use by another broker", dir.display()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(file)
 }
 
 /// The numbers of the spool files in `dir`, oldest first.
@@ -236,7 +252,16 @@ mod tests {
         let held = lock(dir.path()).unwrap();
         assert!(lock(dir.path()).is_err());
         drop(held);
-        let _again = lock(dir.path()).unwrap();
+        let again = lock(dir.path()).unwrap();
+        // A lock let go of within the patience is taken, not refused.
+        let dir_path = dir.path().to_owned();
+        let waiter = std::thread::spawn(move || lock(&dir_path).map(|_| ()));
+        std::thread::sleep(Duration::from_millis(200));
+        drop(again);
+        waiter
+            .join()
+            .unwrap()
+            .expect("the lock let go of within the patience");
         for seq in [3, 1, 20] {
             create(dir.path(), seq).unwrap();
         }
