@@ -275,9 +275,6 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
             .db
             .bind_worker(worker_slots.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         state.broker.registry.adopt_worker_thread();
-        // Each worker hands the pages its bursts freed back to the system while it is
-        // quiet (README, "Parked long-polls").
-        actix_web::rt::spawn(crate::actors::heap_return::collect_periodically());
         ActixApp::new()
             .app_data(web::Data::new(state.clone()))
             .wrap(from_fn(front::front))

@@ -11,10 +11,6 @@
 //! collect finds an empty heap and costs nothing.
 
 use std::cell::Cell;
-use std::time::Duration;
-
-/// How often an HTTP worker's thread collects its heap ([`collect_periodically`]).
-const COLLECT_EVERY: Duration = Duration::from_secs(1);
 
 /// Actor stops on one thread between two collects of its heap: a collect walks the
 /// thread's pages, so it runs once per this many stops, never per stop.
@@ -54,25 +50,4 @@ fn collect() {
     // SAFETY: `mi_collect` takes no pointers and only walks the calling thread's own heap
     // and the allocator's shared segment caches, under the allocator's own locking.
     unsafe { libmimalloc_sys::mi_collect(true) };
-}
-
-/// Collects the calling thread's heap once every [`COLLECT_EVERY`], for as long as the
-/// thread's runtime runs (spawned on each HTTP worker's thread, `app::start`).
-///
-/// The pages a burst of requests freed (connection buffers, SQL rows) go back to the
-/// operating system only when their thread's heap is collected, which mimalloc does as
-/// the thread allocates and frees again. A worker that goes quiet after a burst, such as
-/// one whose consumers all parked their long-polls, kept those pages: the resident memory
-/// per parked pop then moved by several hundred bytes from run to run with how the burst
-/// went (README, "Parked long-polls"). A collect without force frees the pages that are
-/// empty and purges those whose purge delay passed; it walks the thread's pages, not its
-/// blocks, so once a second costs nothing measurable.
-pub async fn collect_periodically() {
-    let mut every = tokio::time::interval(COLLECT_EVERY);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        // SAFETY: as in `collect`; without force, nothing is abandoned or purged early.
-        unsafe { libmimalloc_sys::mi_collect(false) };
-    }
 }
