@@ -8,15 +8,44 @@
 //! payloads ever occupy (live blocks, rounding, freed pages not yet returned) stays within
 //! the arena's size; a push that finds it full is refused like one over the cap (or drops
 //! old messages under `dropOldest`). mimalloc 3's heaps allocate and free from any thread.
+//!
+//! A heap is never deleted: mimalloc 3.3.2 crashes when a heap is deleted while a thread
+//! that allocated from it exits (the exit merges its statistics into the heap pointer the
+//! deletion has just cleared; a test process stopping a broker hit it, as
+//! `a_store_dropped_as_its_threads_exit_is_safe` does). A dropped store's heap is kept for
+//! the next store of its arena's size instead, so a broker makes one heap and a test
+//! process as many as it runs brokers at once.
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::Mutex;
 
 use libmimalloc_sys as mi;
 
 /// The smallest arena mimalloc accepts (32 MiB); a smaller cap still reserves this much
 /// address space, but the byte budget keeps the contents to the cap.
 const MIN_ARENA_BYTES: u64 = 32 << 20;
+
+/// The heaps of dropped stores, for the next stores of their arena's size.
+static SPARE_HEAPS: Mutex<Vec<SpareHeap>> = Mutex::new(Vec::new());
+
+/// A dropped store's heap, with the size of its arena (`None`: an ordinary heap).
+struct SpareHeap {
+    heap: NonNull<mi::mi_heap_t>,
+    arena_bytes: Option<u64>,
+}
+
+// SAFETY: a heap handle is used from any thread (see `PayloadStore`).
+unsafe impl Send for SpareHeap {}
+
+/// Takes a spare heap whose arena is `arena_bytes` in size, if there is one.
+fn spare_heap(arena_bytes: Option<u64>) -> Option<NonNull<mi::mi_heap_t>> {
+    let mut spare = SPARE_HEAPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let at = spare.iter().position(|s| s.arena_bytes == arena_bytes)?;
+    Some(spare.swap_remove(at).heap)
+}
 
 /// The payload heap.
 #[derive(Debug)]
@@ -34,11 +63,17 @@ unsafe impl Send for PayloadStore {}
 unsafe impl Sync for PayloadStore {}
 
 impl PayloadStore {
-    /// A heap in an exclusive arena of `cap` bytes (at least 32 MiB). Where the arena
-    /// cannot be reserved (address space, or mimalloc's limit of arenas per process, which
-    /// only a test making many engines meets) the heap is an ordinary one.
+    /// A heap in an exclusive arena of `cap` bytes (at least 32 MiB): a dropped store's
+    /// of that size, or a new one. Where the arena cannot be reserved (address space, or
+    /// mimalloc's limit of arenas per process) the heap is an ordinary one.
     pub fn new(cap: u64) -> Self {
         let size = usize::try_from(cap.max(MIN_ARENA_BYTES)).unwrap_or(usize::MAX);
+        if let Some(heap) = spare_heap(Some(size as u64)) {
+            return PayloadStore {
+                heap,
+                arena_bytes: Some(size as u64),
+            };
+        }
         let mut arena: mi::mi_arena_id_t = std::ptr::null_mut();
         // SAFETY: plain FFI calls; `arena` is written only on success.
         let reserved = unsafe { mi::mi_reserve_os_memory_ex(size, false, false, true, &mut arena) };
@@ -54,9 +89,11 @@ impl PayloadStore {
                 arena_bytes: Some(size as u64),
             },
             None => PayloadStore {
-                // SAFETY: plain FFI call.
-                heap: NonNull::new(unsafe { mi::mi_heap_new() })
-                    .expect("mimalloc could not make a heap"),
+                heap: spare_heap(None).unwrap_or_else(|| {
+                    // SAFETY: plain FFI call.
+                    NonNull::new(unsafe { mi::mi_heap_new() })
+                        .expect("mimalloc could not make a heap")
+                }),
                 arena_bytes: None,
             },
         }
@@ -93,10 +130,16 @@ impl PayloadStore {
 }
 
 impl Drop for PayloadStore {
+    /// Keeps the heap for the next store of its size (never deleted: see the module's
+    /// comment). Blocks still alive stay where they are and are freed by their `mi_free`.
     fn drop(&mut self) {
-        // SAFETY: the heap is not used after this; blocks still alive move to the main
-        // heap and are freed by their `mi_free` as before.
-        unsafe { mi::mi_heap_delete(self.heap.as_ptr()) }
+        SPARE_HEAPS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(SpareHeap {
+                heap: self.heap,
+                arena_bytes: self.arena_bytes,
+            });
     }
 }
 
@@ -175,5 +218,44 @@ mod tests {
         // Freeing makes room again.
         held.truncate(held.len() / 2);
         assert!(store.store(&chunk).is_some());
+    }
+
+    /// Deleting the heap here crashed the process (SIGSEGV in mimalloc's thread exit)
+    /// within a few hundred rounds.
+    #[test]
+    fn a_store_dropped_as_its_threads_exit_is_safe() {
+        const THREADS: usize = 4;
+        for _ in 0..1_000 {
+            let store = std::sync::Arc::new(PayloadStore::new(1 << 20));
+            let stored = std::sync::Arc::new(std::sync::Barrier::new(THREADS + 1));
+            let threads: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    let (store, stored) = (store.clone(), stored.clone());
+                    std::thread::spawn(move || {
+                        let payload = store.store("{}").expect("room");
+                        drop((payload, store));
+                        stored.wait();
+                    })
+                })
+                .collect();
+            stored.wait();
+            drop(store);
+            for t in threads {
+                t.join().expect("the thread does not panic");
+            }
+        }
+    }
+
+    #[test]
+    fn a_dropped_stores_heap_serves_the_next_store_of_its_size() {
+        // An arena size no other test uses, so no other test takes the spare heap.
+        let cap = 40 << 20;
+        let first = PayloadStore::new(cap);
+        let heap = first.heap;
+        drop(first);
+        let second = PayloadStore::new(cap);
+        assert_eq!(second.heap, heap);
+        assert_eq!(second.arena_bytes, Some(cap));
+        assert_eq!(second.store("{}").expect("room").as_str(), "{}");
     }
 }
