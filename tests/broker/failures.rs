@@ -7,6 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::support::fixtures::{counter, spawn_get};
+use crate::support::lock_waiters::lock_waiter_within;
 use crate::support::{citus, eventually, payloads, postgres, TestBroker};
 
 /// Sets pop maintenance mode through one node.
@@ -118,39 +119,12 @@ async fn lock_partition(b: &TestBroker, name: &str) -> tokio_postgres::Client {
     client
 }
 
-/// Waits until some backend of the broker's database waits on a lock. On the Citus layout
-/// the push is delegated to the partition's worker and waits there (the coordinator's
-/// backend waits for the worker's answer, not on a lock), so every node is looked at.
+/// Waits until the blocked push waits on the partition's row lock.
 async fn wait_for_lock_waiter(b: &TestBroker) {
-    let nodes = if citus::layout() {
-        citus::every_node(&b.pg)
-    } else {
-        vec![b.pg.clone()]
-    };
-    let mut watchers = Vec::new();
-    for node in &nodes {
-        let (client, connection) = node.connect(tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(connection);
-        watchers.push(client);
-    }
-    let waiting = eventually(Duration::from_secs(5), || async {
-        let mut n = 0;
-        for watcher in &watchers {
-            let here: i64 = watcher
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity \
-                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            n += here;
-        }
-        (n >= 1).then_some(())
-    })
-    .await;
-    assert!(waiting.is_some(), "the push never waited on the row lock");
+    assert!(
+        lock_waiter_within(b, Duration::from_secs(5)).await,
+        "the push never waited on the row lock"
+    );
 }
 
 /// An exhausted pool answers 500 `{"error":"pool"}`, for a push and for a pop.

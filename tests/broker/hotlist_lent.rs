@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::support::fixtures::{
     configure, first_contact, group_stats, metrics, spawn_get, spawn_get_with,
 };
+use crate::support::lock_waiters::lock_waiter_within;
 use crate::support::{eventually, payloads, TestBroker};
 
 /// A client that drops its connection while its pop's claim is blocked in the database
@@ -47,24 +48,8 @@ async fn a_client_dropping_its_connection_mid_pop_loses_no_partition_from_the_ri
     // Act: the pop's claim waits on the lock; the client gives up and closes.
     let url = b.url("/api/v1/pop/queue/dropped?leaseSeconds=1&batch=10");
     let gave_up = tokio::spawn(async move { impatient.get(&url).send().await });
-    let watcher = b.sql().await;
-    let blocked = eventually(Duration::from_secs(3), || async {
-        let waiting: i64 = watcher
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        (waiting >= 1).then_some(())
-    })
-    .await;
-    assert!(
-        blocked.is_some(),
-        "the pop's claim never waited on the lock"
-    );
+    let blocked = lock_waiter_within(&b, Duration::from_secs(3)).await;
+    assert!(blocked, "the pop's claim never waited on the lock");
     let mid = tracked(&metrics(&b).await);
     let outcome = gave_up.await.expect("client task");
     assert!(

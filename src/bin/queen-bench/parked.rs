@@ -161,6 +161,7 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     // One push at a time, each into the one pop parked on its queue.
     let mut single = Vec::with_capacity(args.single_wakes);
     let mut single_push = Vec::with_capacity(args.single_wakes);
+    let mut paired = Vec::with_capacity(args.single_wakes);
     for k in 0..args.single_wakes {
         let sent_us = epoch.elapsed().as_micros() as u64;
         let queue = single_queue(k);
@@ -175,10 +176,12 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         );
         if let Ok(Some(us)) = tokio::time::timeout(SINGLE_WAKE_TIMEOUT, single_rx.recv()).await {
             single.push(us);
+            paired.push((us, single_push[k]));
         }
         tokio::time::sleep(SINGLE_WAKE_GAP).await;
     }
     check_alive(&mut parked)?;
+    print_slowest_single_wakes(&mut paired);
 
     let mut wakes_expected = 0;
     for w in 0..args.wakes {
@@ -242,6 +245,24 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         other_queue_parked,
         load: (load_start, load_average()),
     })
+}
+
+/// Prints the slowest single wakes beside their own push's answer, to tell a tail the
+/// push caused (its commit was slow too) from one on the wake's side.
+fn print_slowest_single_wakes(paired: &mut [(u64, u64)]) {
+    paired.sort_unstable_by(|a, b| b.cmp(a));
+    let slowest: Vec<String> = paired
+        .iter()
+        .take(5)
+        .map(|(wake, push)| {
+            format!(
+                "{:.1} ms (push {:.1} ms)",
+                *wake as f64 / 1e3,
+                *push as f64 / 1e3
+            )
+        })
+        .collect();
+    eprintln!("slowest single wakes: {}", slowest.join(", "));
 }
 
 /// One consumer: pops with a long wait, again and again; each delivered message reports

@@ -10,6 +10,7 @@ pub mod drain;
 pub mod fixtures;
 pub mod h2c;
 pub mod load;
+pub mod lock_waiters;
 pub mod old_writers;
 pub mod postgres;
 pub mod private_postgres;
