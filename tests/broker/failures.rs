@@ -133,7 +133,17 @@ async fn an_exhausted_pool_answers_500_pool() {
     // Arrange: one connection, held by a push blocked on the partition's row lock.
     let b =
         TestBroker::start_with(&[("DB_POOL_SIZE", "1"), ("QUEEN_POOL_TIMEOUT_MS", "300")]).await;
-    b.push("exhaust", "p", &[json!("first")]).await;
+    // The one connection is opened on first use, which on a loaded Citus cluster can take
+    // longer than the 300 ms pool timeout (CI's Citus sub-run saw this push answer "pool"):
+    // the setup push is sent again until it lands.
+    let landed = eventually(Duration::from_secs(10), || async {
+        let first =
+            json!({ "items": [{ "queue": "exhaust", "partition": "p", "payload": "first" }] });
+        let (status, _) = b.post("/api/v1/push", &first).await;
+        status.is_success().then_some(())
+    })
+    .await;
+    assert!(landed.is_some(), "the setup push never landed");
     let locker = lock_partition(&b, "p").await;
     let blocked = {
         let (http, url) = (b.http.clone(), b.url("/api/v1/push"));
