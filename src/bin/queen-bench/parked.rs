@@ -92,6 +92,9 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     // idle for 5 s.
     let other_queue_before =
         other_queue(&mut connect(server, &sources).await?, args.probes).await?;
+    if !args.cold_single_queues {
+        warm_single_queues(&mut connect(server, &sources).await?, args.single_wakes).await?;
+    }
     tokio::time::sleep(args.settle).await;
     let rss_start_kib = rss_kib(pid)?;
 
@@ -181,6 +184,10 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         tokio::time::sleep(SINGLE_WAKE_GAP).await;
     }
     check_alive(&mut parked)?;
+    let mut single_after_push: Vec<u64> = paired
+        .iter()
+        .map(|(wake, push)| wake.saturating_sub(*push))
+        .collect();
     print_slowest_single_wakes(&mut paired);
 
     let mut wakes_expected = 0;
@@ -238,6 +245,7 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         single_wakes_seen: single.len(),
         single_wake: Latency::from_micros(&mut single),
         single_push: Latency::from_micros(&mut single_push),
+        single_after_push: Latency::from_micros(&mut single_after_push),
         wakes_seen: woken.len(),
         wake: Latency::from_micros(&mut woken),
         wakes_expected,
@@ -245,6 +253,32 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         other_queue_parked,
         load: (load_start, load_average()),
     })
+}
+
+/// Gives each single-wake queue one message and lets its group pop it (autoAck), so the
+/// pop that parks there later is a consumer's next pop, not its first claim.
+async fn warm_single_queues(conn: &mut Conn, count: usize) -> anyhow::Result<()> {
+    for k in 0..count {
+        let queue = single_queue(k);
+        let body = format!(r#"{{"items":[{{"queue":"{queue}","payload":{{"warm":true}}}}]}}"#);
+        let pushed = conn.post_json("/api/v1/push", &body).await?;
+        anyhow::ensure!(
+            pushed.status < 300,
+            "warm-up push answered {}",
+            pushed.status
+        );
+        let popped = conn
+            .get(&format!(
+                "/api/v1/pop/queue/{queue}?consumerGroup=solo&autoAck=true"
+            ))
+            .await?;
+        anyhow::ensure!(
+            popped.status == 200,
+            "warm-up pop of {queue} answered {}",
+            popped.status
+        );
+    }
+    Ok(())
 }
 
 /// Prints the slowest single wakes beside their own push's answer, to tell a tail the

@@ -42,6 +42,12 @@ pub struct ParkedArgs {
     /// every other pop stays parked.
     #[arg(long, default_value_t = 100)]
     pub single_wakes: usize,
+    /// Park the single-wake pops on queues nothing was ever pushed to, so each wake is
+    /// also its group's first claim there (the cursor row is made then). Without it each
+    /// such queue first gets one message, which its group pops, before the pop parks: an
+    /// idle consumer waiting on a queue it has consumed from.
+    #[arg(long)]
+    pub cold_single_queues: bool,
     /// How long the parked pops are watched for idle CPU.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub idle_window: Duration,

@@ -45,6 +45,9 @@ pub struct Figures {
     /// From the start of a single-wake push to its own answer: the push's commit, which
     /// every wake waits for, so a tail here is not the wake path's.
     pub single_push: Option<Latency>,
+    /// From a single-wake push's own answer to its pop's answer: the wake path's part,
+    /// without the push's commit.
+    pub single_after_push: Option<Latency>,
     /// From the start of a push to the answer of each pop it woke.
     pub wake: Option<Latency>,
     /// Pops the wake pushes were expected to answer, and those that answered.
@@ -150,6 +153,10 @@ pub fn render(f: &Figures) -> String {
             latency_cell(&f.single_push),
         ),
         (
+            "  from that answer to the pop's".to_owned(),
+            latency_cell(&f.single_after_push),
+        ),
+        (
             "push -> a queue's woken pops".to_owned(),
             format!(
                 "{} ({}/{} answered)",
@@ -234,6 +241,7 @@ mod tests {
             single_wakes_seen: 1,
             single_wake: Latency::from_micros(&mut [4000]),
             single_push: Latency::from_micros(&mut [2500]),
+            single_after_push: Latency::from_micros(&mut [1500]),
             wake: Latency::from_micros(&mut [1000, 2000, 3000]),
             wakes_expected: 3,
             wakes_seen: 3,
@@ -250,6 +258,7 @@ mod tests {
         assert!(table.contains("p50 2.00 ms, p99 3.00 ms"));
         assert!(table.contains("(3/3 answered)"));
         assert!(table.contains("  that push's own answer"));
+        assert!(table.contains("  from that answer to the pop's          p50 1.50 ms, p99 1.50 ms"));
         assert!(table.contains("p50 2.50 ms, p99 2.50 ms, max 2.50 ms (1 samples)\n"));
         assert!(table.contains("p50 4.00 ms, p99 4.00 ms, max 4.00 ms (1 samples) (1/2 answered)"));
     }
