@@ -168,8 +168,7 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     for k in 0..args.single_wakes {
         let sent_us = epoch.elapsed().as_micros() as u64;
         let queue = single_queue(k);
-        let body =
-            format!(r#"{{"items":[{{"queue":"{queue}","payload":{{"sent_us":{sent_us}}}}}]}}"#);
+        let body = push_body(&queue, &format!(r#"{{"sent_us":{sent_us}}}"#));
         let answer = probe.post_json("/api/v1/push", &body).await?;
         single_push.push(epoch.elapsed().as_micros() as u64 - sent_us);
         anyhow::ensure!(
@@ -195,8 +194,10 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
         let queue = w % queues;
         wakes_expected += groups_on_queue(queue, groups, queues);
         let sent_us = epoch.elapsed().as_micros() as u64;
-        let body =
-            format!(r#"{{"items":[{{"queue":"pq{queue}","payload":{{"sent_us":{sent_us}}}}}]}}"#);
+        let body = push_body(
+            &format!("pq{queue}"),
+            &format!(r#"{{"sent_us":{sent_us}}}"#),
+        );
         let answer = probe.post_json("/api/v1/push", &body).await?;
         anyhow::ensure!(answer.status < 300, "wake push answered {}", answer.status);
         tokio::time::sleep(WAKE_GAP).await;
@@ -255,12 +256,17 @@ async fn run(args: &ParkedArgs) -> anyhow::Result<Figures> {
     })
 }
 
+/// The body of a push of one message, `payload` (JSON text), to `queue`.
+fn push_body(queue: &str, payload: &str) -> String {
+    format!(r#"{{"items":[{{"queue":"{queue}","payload":{payload}}}]}}"#)
+}
+
 /// Gives each single-wake queue one message and lets its group pop it (autoAck), so the
 /// pop that parks there later is a consumer's next pop, not its first claim.
 async fn warm_single_queues(conn: &mut Conn, count: usize) -> anyhow::Result<()> {
     for k in 0..count {
         let queue = single_queue(k);
-        let body = format!(r#"{{"items":[{{"queue":"{queue}","payload":{{"warm":true}}}}]}}"#);
+        let body = push_body(&queue, r#"{"warm":true}"#);
         let pushed = conn.post_json("/api/v1/push", &body).await?;
         anyhow::ensure!(
             pushed.status < 300,
@@ -382,7 +388,7 @@ async fn open(
 
 /// Push one message to the probe queue, then pop it (no wait); the latency of the pair.
 async fn other_queue(conn: &mut Conn, rounds: usize) -> anyhow::Result<Option<Latency>> {
-    let push = format!(r#"{{"items":[{{"queue":"{PROBE_QUEUE}","payload":{{"probe":true}}}}]}}"#);
+    let push = push_body(PROBE_QUEUE, r#"{"probe":true}"#);
     let pop = format!("/api/v1/pop/queue/{PROBE_QUEUE}?autoAck=true");
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -509,5 +515,15 @@ mod tests {
         assert_eq!(sent_stamps(body).unwrap(), vec![12, 40]);
         assert!(sent_stamps(b"{}").unwrap().is_empty());
         assert!(sent_stamps(b"not json").is_err());
+    }
+
+    #[test]
+    fn a_push_body_carries_one_message_to_its_queue() {
+        let body: serde_json::Value =
+            serde_json::from_str(&push_body("ps7", r#"{"sent_us":5}"#)).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"items": [{"queue": "ps7", "payload": {"sent_us": 5}}]})
+        );
     }
 }
