@@ -34,7 +34,7 @@ const RECORDER: [&str; 2] = [
 /// On the Citus layout the setting, the table and the function are made on every node,
 /// each node's own (DDL propagation off).
 async fn recorded_database() -> tokio_postgres::Config {
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     if citus::layout() {
         citus::set_on_every_node(&pg, "synchronous_commit = on").await;
         for node in citus::every_node(&pg) {

@@ -329,7 +329,7 @@ async fn a_worker_added_and_shards_rebalanced_under_load_lose_nothing() {
         return;
     }
     // Arrange: a broker on a coordinator + 2 workers, the queue's partitions on both.
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     // The test cluster runs with `synchronous_commit = off` (NODE_SETTINGS), under which
     // a shard move loses the commits of its last moments on the old worker: Citus's final
     // catch-up waits for the source's `pg_current_wal_lsn()`, the WAL written so far,

@@ -164,7 +164,7 @@ async fn the_broker_and_sql_hash_transaction_ids_alike() {
 #[actix_rt::test]
 async fn segments_without_hashes_still_dedup_and_ack() {
     // Arrange: a legacy segment, as an older broker stored it (its payload is its id).
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let b = TestBroker::start_on(pg, &[]).await;
     let sql = b.sql().await;
     let message_id = legacy_segment(&sql, "dw-legacy", "p", &["legacy-1"]).await[0];

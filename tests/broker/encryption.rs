@@ -72,7 +72,7 @@ async fn an_encrypted_queue_stores_no_plaintext_and_pops_return_the_payload() {
 #[actix_rt::test]
 async fn a_broker_without_a_key_refuses_encryption_and_cannot_open_sealed_payloads() {
     // Arrange
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let keyed = TestBroker::start_on(pg.clone(), &[KEY]).await;
     let keyless = TestBroker::start_on(pg, &[]).await;
 

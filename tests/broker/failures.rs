@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::fixtures::{counter, spawn_get};
 use crate::support::lock_waiters::lock_waiter_within;
-use crate::support::{citus, eventually, payloads, postgres, TestBroker};
+use crate::support::{eventually, payloads, postgres, TestBroker};
 
 /// Sets pop maintenance mode through one node.
 async fn set_maintenance(b: &TestBroker, on: bool) {
@@ -184,12 +184,9 @@ async fn an_exhausted_pool_answers_500_pool() {
 /// ran it is dropped from the pool.
 #[actix_rt::test]
 async fn a_statement_timeout_answers_500_and_quarantines_the_connection() {
-    // Arrange: on the Citus layout the schema is laid out first by a broker without the
-    // timeout (the layout's conversion of the tables takes longer than 300 ms there).
-    let pg = postgres::fresh_database().await;
-    if citus::layout() {
-        TestBroker::start_on(pg.clone(), &[]).await.stop().await;
-    }
+    // Arrange: the schema installed first (on the Citus layout its conversion of the
+    // tables takes longer than the 300 ms timeout).
+    let pg = postgres::fresh_installed_database().await;
     let b = TestBroker::start_on(pg, &[("QUEEN_STATEMENT_TIMEOUT_MS", "300")]).await;
     b.push("slow", "p", &[json!("first")]).await;
     let quarantined_before = counter(&b, "/pool/quarantined").await;

@@ -92,7 +92,7 @@ async fn pair_by(
     extra_a: &[(&str, &str)],
     extra_b: &[(&str, &str)],
 ) -> [TestBroker; 2] {
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     // A chosen port can be taken by another test before the broker binds it: choose again.
     let mut attempt = 0;
     let mut brokers = loop {

@@ -40,7 +40,7 @@ async fn without_a_secret_a_frame_injected_after_the_handshake_is_delivered() {
 /// `a` connected again afterwards).
 async fn inject(secret: Option<&str>) -> (i64, i64, bool) {
     // Arrange: b listens; a's only peer is the relay in front of b.
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let mut vars_b: Vec<(&str, &str)> = vec![("QUEEN_NODE_ID", "b")];
     let mut vars_a: Vec<(&str, &str)> = vec![("QUEEN_NODE_ID", "a")];
     if let Some(secret) = secret {

@@ -27,7 +27,7 @@ fn secrets(n: i64) -> Vec<Value> {
 #[actix_rt::test]
 async fn an_auto_ack_pop_that_cannot_open_the_payloads_loses_none_of_them() {
     // Arrange
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let keyed = TestBroker::start_on(pg.clone(), &[KEY]).await;
     let stranger = TestBroker::start_on(pg, &[OTHER_KEY]).await;
     configure(&keyed, "render-auto", json!({ "encryptionEnabled": true })).await;
@@ -61,7 +61,7 @@ async fn an_auto_ack_pop_that_cannot_open_the_payloads_loses_none_of_them() {
 #[actix_rt::test]
 async fn a_leased_pop_that_cannot_open_a_payload_answers_what_it_can_and_holds_nothing_else() {
     // Arrange: offsets 0-1 plain (pushed before encryption), 2-3 sealed.
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let keyed = TestBroker::start_on(pg.clone(), &[KEY]).await;
     let stranger = TestBroker::start_on(pg, &[OTHER_KEY]).await;
     configure(

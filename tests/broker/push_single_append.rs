@@ -550,7 +550,7 @@ async fn concurrent_first_pushes_into_new_partitions_store_each_message_once() {
 #[actix_rt::test]
 async fn a_first_contact_with_an_existing_partition_takes_no_partition_limit_lock() {
     // Arrange
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let limit = [("QUEEN_TENANT_MAX_PARTITIONS_PER_QUEUE", "5")];
     let a = TestBroker::start_on(pg.clone(), &limit).await;
     let b = TestBroker::start_on(pg, &limit).await;

@@ -198,7 +198,7 @@ async fn time_retention_under_a_slow_consumer_skips_only_deleted_messages_and_re
 #[actix_rt::test]
 async fn one_node_sweeps_at_a_time_and_a_dead_or_stopped_holders_turn_passes_on() {
     // Arrange: a lease held by a node that died, valid for two more seconds.
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let vars = [("QUEEN_RETENTION_INTERVAL_MS", "100")];
     let a = TestBroker::start_on(pg.clone(), &vars).await;
     a.sql()

@@ -28,7 +28,7 @@ async fn stored(pg: &tokio_postgres::Config, key: &str) -> Option<String> {
 
 #[actix_rt::test]
 async fn a_kv_call_cut_after_it_was_sent_answers_409_outcome_unknown() {
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let proxy = CutProxy::start(
         &pg,
         Cut {
@@ -70,7 +70,7 @@ async fn a_kv_call_cut_after_it_was_sent_answers_409_outcome_unknown() {
 
 #[actix_rt::test]
 async fn a_bundle_writing_keys_whose_commit_is_cut_answers_409_not_a_5xx() {
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let proxy = CutProxy::start(
         &pg,
         Cut {

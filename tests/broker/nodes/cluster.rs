@@ -115,7 +115,7 @@ impl TestCluster {
     /// another process can take one in between: a node that could not bind its port makes
     /// the whole cluster start again on new ports (a few times at most).
     pub async fn start(n: usize, options: Options) -> Self {
-        let pg = postgres::fresh_database().await;
+        let pg = postgres::fresh_installed_database().await;
         // The Citus test mode tests the layout, which a broker takes only when asked (as
         // the in-process brokers are, tests/broker/support/mod.rs): without it the nodes
         // ran on the coordinator's plain, unsharded tables and crossed no worker. Only

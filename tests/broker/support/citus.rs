@@ -6,8 +6,9 @@
 //! The cluster is started once per test binary, with the script's `start`, in a fresh
 //! folder under /tmp, on the coordinator port `QUEEN_TEST_CITUS_PORT` (default 9800;
 //! worker i listens at port + i), and stopped with its `stop` at exit. Each fresh database
-//! is created on every node with the `citus` extension, and the coordinator registers the
-//! workers in it (Citus keeps its node list per database), as the script does for its own.
+//! is a copy, on every node, of a template made once per process (see `templates`): the
+//! `citus` extension, the workers registered in the coordinator's copy (Citus keeps its
+//! node list per database), and for most tests this build's schema laid out already.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -58,10 +59,30 @@ pub fn layout() -> bool {
     script().is_some()
 }
 
-/// A new database on the test cluster (started on first call), laid out for Citus by the
-/// broker that first starts on it.
+/// A new database on the test cluster (started on first call) with the `citus` extension
+/// and the workers registered, empty otherwise: laid out for Citus by the broker that
+/// first starts on it. A clone of [`EMPTY_TEMPLATE`] (see [`templates`]).
 pub async fn fresh_database(script: PathBuf) -> tokio_postgres::Config {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let port = started(script).await;
+    clone(port, EMPTY_TEMPLATE).await
+}
+
+/// [`fresh_database`] with this build's schema installed and laid out for Citus already: a
+/// clone of [`INSTALLED_TEMPLATE`], on which a broker starts without DDL. What a test
+/// that is not about installing the schema starts its broker on.
+pub async fn fresh_installed_database(script: PathBuf) -> tokio_postgres::Config {
+    let port = started(script).await;
+    clone(port, INSTALLED_TEMPLATE).await
+}
+
+/// The template of [`fresh_database`]: the extension created and the workers registered.
+const EMPTY_TEMPLATE: &str = "queen_template_empty";
+
+/// The template of [`fresh_installed_database`]: [`EMPTY_TEMPLATE`] with the schema.
+const INSTALLED_TEMPLATE: &str = "queen_template_installed";
+
+/// The coordinator's port of the test cluster, started and given its [`templates`].
+async fn started(script: PathBuf) -> u16 {
     let port = match tokio::task::spawn_blocking(move || cluster(script)).await {
         Ok(port) => port,
         Err(error) => match error.try_into_panic() {
@@ -69,22 +90,102 @@ pub async fn fresh_database(script: PathBuf) -> tokio_postgres::Config {
             Err(error) => panic!("starting the Citus test cluster: {error}"),
         },
     };
-    let name = format!("test_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    templates(port).await;
+    port
+}
+
+/// Makes the two template databases, once per test process. A database per test made from
+/// nothing cost about 3 s of `CREATE EXTENSION citus` and node registration on the three
+/// nodes, and the schema's installation and layout as much again (each twice that on 2
+/// busy cores); a copy of a template on each node (`CREATE DATABASE .. TEMPLATE`) takes a
+/// fraction of it. Each node copies its own template: the coordinator's copy names the
+/// workers by host and port and reaches its shards in the workers' database of its own
+/// name, which is the workers' copy.
+async fn templates(port: u16) {
+    static MADE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    MADE.get_or_init(|| async {
+        create(port, EMPTY_TEMPLATE).await;
+        seal(port, EMPTY_TEMPLATE).await;
+        let installed = copy(port, EMPTY_TEMPLATE, INSTALLED_TEMPLATE).await;
+        let (mut client, connection) = installed
+            .connect(tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {INSTALLED_TEMPLATE}: {e:?}"));
+        let connection = tokio::spawn(connection);
+        queen::db::schema::install(&mut client, Some(true))
+            .await
+            .unwrap_or_else(|e| panic!("installing the schema in {INSTALLED_TEMPLATE}: {e:?}"));
+        drop(client);
+        let _ = connection.await;
+        seal(port, INSTALLED_TEMPLATE).await;
+    })
+    .await;
+}
+
+/// Creates `name` on every node with the extension, and registers the workers in it (Citus
+/// keeps its node list per database).
+async fn create(port: u16, name: &str) {
     for node in 0..=WORKERS {
         execute(port + node, "postgres", &format!("CREATE DATABASE {name}")).await;
-        execute(port + node, &name, "CREATE EXTENSION citus").await;
+        execute(port + node, name, "CREATE EXTENSION citus").await;
     }
     execute(
         port,
-        &name,
+        name,
         &format!("SELECT citus_set_coordinator_host('127.0.0.1', {port})"),
     )
     .await;
     for worker in 1..=WORKERS {
         let at = port + worker;
-        add_node(port, &name, at).await;
+        add_node(port, name, at).await;
     }
-    config(port, &name)
+}
+
+/// Closes template `name` to connections on every node and ends the ones it has (Citus's
+/// maintenance daemon keeps one per database, and the coordinator's daemon one to each
+/// worker): a database is copied only while nobody is connected to it.
+async fn seal(port: u16, name: &str) {
+    for node in 0..=WORKERS {
+        execute(
+            port + node,
+            "postgres",
+            &format!(
+                "SET citus.enable_ddl_propagation TO off; \
+                 ALTER DATABASE {name} WITH ALLOW_CONNECTIONS false; \
+                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+            ),
+        )
+        .await;
+    }
+}
+
+/// A new database copied from `template` on every node; the coordinator's settings.
+async fn clone(port: u16, template: &str) -> tokio_postgres::Config {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let name = format!("test_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    copy(port, template, &name).await
+}
+
+/// Copies `template` as `name` on every node. A backend still leaving the template (ended
+/// by [`seal`] a moment ago) makes PostgreSQL refuse the copy for a while: tried again.
+async fn copy(port: u16, template: &str, name: &str) -> tokio_postgres::Config {
+    const ATTEMPTS: u32 = 20;
+    let sql = format!("CREATE DATABASE {name} TEMPLATE {template}");
+    for node in 0..=WORKERS {
+        let at = port + node;
+        let mut attempt = 1;
+        loop {
+            match try_execute(at, "postgres", &sql).await {
+                Ok(()) => break,
+                Err(e) if attempt < ATTEMPTS && e.contains("being accessed by other users") => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+                Err(e) => panic!("on Citus node :{at}: {sql}: {e}"),
+            }
+        }
+    }
+    config(port, name)
 }
 
 /// Grows the cluster of `database` (a database [`fresh_database`] gave) by one worker, as
@@ -220,19 +321,27 @@ fn config(port: u16, database: &str) -> tokio_postgres::Config {
     config
 }
 
-/// Runs one statement on one node's database; a failure fails the test.
+/// Runs statements on one node's database; a failure fails the test.
 async fn execute(port: u16, database: &str, sql: &str) {
+    if let Err(e) = try_execute(port, database, sql).await {
+        panic!("on Citus node :{port}/{database}: {sql}: {e}");
+    }
+}
+
+/// Runs statements on one node's database; the error with its detail when one fails.
+async fn try_execute(port: u16, database: &str, sql: &str) -> Result<(), String> {
     let (client, connection) = config(port, database)
         .connect(tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| panic!("connecting to Citus node :{port}/{database}: {e:?}"));
     let connection = tokio::spawn(connection);
-    client
+    let result = client
         .batch_execute(sql)
         .await
-        .unwrap_or_else(|e| panic!("on Citus node :{port}/{database}: {sql}: {e:?}"));
+        .map_err(|e| format!("{e:?}"));
     drop(client);
     let _ = connection.await;
+    result
 }
 
 /// The coordinator's port of the started cluster (this blocks on the first call).

@@ -49,9 +49,10 @@ impl TestBroker {
         Self::start_with(&[]).await
     }
 
-    /// A broker with extra settings (environment-style pairs) on a fresh database.
+    /// A broker with extra settings (environment-style pairs) on a fresh database (with the
+    /// schema installed already on the Citus test cluster).
     pub async fn start_with(vars: &[(&str, &str)]) -> Self {
-        let pg = postgres::fresh_database().await;
+        let pg = postgres::fresh_installed_database().await;
         Self::start_on(pg, vars).await
     }
 
@@ -259,7 +260,7 @@ pub async fn read(response: reqwest::Response) -> (StatusCode, Value) {
 
 /// Two brokers on one fresh database: what a behaviour across nodes is tested with.
 pub async fn two_nodes() -> [TestBroker; 2] {
-    let pg = postgres::fresh_database().await;
+    let pg = postgres::fresh_installed_database().await;
     let a = TestBroker::start_on(pg.clone(), &[]).await;
     let b = TestBroker::start_on(pg, &[]).await;
     [a, b]
