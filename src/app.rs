@@ -246,6 +246,7 @@ pub async fn start(config: Config, listener: TcpListener) -> Result<App, Startup
         this: this.clone(),
         encrypted_queues: Default::default(),
         dedup: Arc::new(DedupWindows::new(config.push.dedup_max_entries)),
+        known_partitions: Default::default(),
         leases: Default::default(),
         push_combiner: PushCombiner::new(CombineConfig {
             writers: config.push.writers,

@@ -14,6 +14,7 @@ use crate::limiter::{Limiter, Permit};
 use crate::log::ack::lease_book::LeaseBook;
 use crate::log::encryption::EncryptedQueues;
 use crate::log::push::combiner::PushCombiner;
+use crate::log::push::directory::KnownPartitions;
 use crate::log::push::window::DedupWindows;
 use crate::mesh::Mesh;
 use crate::metrics::Metrics;
@@ -52,6 +53,9 @@ pub struct Broker {
     pub encrypted_queues: EncryptedQueues,
     /// Per partition, the transaction ids stored within the dedup window (push dedup).
     pub dedup: Arc<DedupWindows>,
+    /// The partitions this node has seen created: on the Citus layout, a push creates only
+    /// the others before its transaction (`log::push::directory`).
+    pub known_partitions: KnownPartitions,
     /// What this node's claims leased, so the acks of its own pops skip re-reading them.
     pub leases: LeaseBook,
     /// The writers that combine concurrent pushes into shared commits.

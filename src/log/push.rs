@@ -25,6 +25,7 @@ use crate::segment::txn_key;
 pub mod announce;
 mod append;
 pub mod combiner;
+pub mod directory;
 pub mod error;
 pub mod prepared;
 pub mod seal;

@@ -3,10 +3,13 @@
 //! PostgreSQL and on the Citus layout, where a push finds its partition there and then
 //! appends on the partition's worker (`log_partition_resolve_v1`, `log_push_at_v1`).
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::support::fixtures::configure;
+use crate::support::lock_waiters::{lock_partition, lock_waiter_within};
 use crate::support::{self, TestBroker};
 
 /// (id, queue id, name) of every partition, from `table`, sorted.
@@ -32,6 +35,19 @@ async fn push(b: &TestBroker, targets: &[(&str, &str)]) {
     assert_eq!(status, StatusCode::CREATED, "{answer}");
     for item in answer.as_array().unwrap() {
         assert_eq!(item["status"], "queued", "{answer}");
+    }
+}
+
+/// How many messages `queue` gives until a pop answers empty (each acked as popped).
+async fn pop_all(b: &TestBroker, queue: &str) -> usize {
+    let path = format!("/api/v1/pop/queue/{queue}?batch=10&wait=false&autoAck=true");
+    let mut got = 0;
+    loop {
+        let messages = b.pop_messages(&path).await;
+        if messages.is_empty() {
+            return got;
+        }
+        got += messages.len();
     }
 }
 
@@ -76,16 +92,7 @@ async fn every_partition_created_has_its_directory_row_with_the_same_id() {
         ("dir-max", 1),
         ("dir-tx", 2),
     ] {
-        let path = format!("/api/v1/pop/queue/{queue}?batch=10&wait=false&autoAck=true");
-        let mut got = 0;
-        loop {
-            let messages = b.pop_messages(&path).await;
-            if messages.is_empty() {
-                break;
-            }
-            got += messages.len();
-        }
-        assert_eq!(got, want, "{queue}");
+        assert_eq!(pop_all(&b, queue).await, want, "{queue}");
     }
 }
 
@@ -130,4 +137,48 @@ async fn a_partition_without_a_directory_row_is_adopted_with_its_id() {
         rows(&b, "log_partition_names").await,
         rows(&b, "log_partitions").await
     );
+}
+
+/// A push that creates a partition and then waits on another partition's lock holds no lock
+/// that a push creating a partition of another queue needs. On the Citus layout the
+/// directory and the queues are reference tables, and a write to one locks its shard
+/// until the transaction ends: a push that created its partitions inside its transaction
+/// held that lock while it waited, and the second push waited behind it
+/// (`log::push::directory`). On plain PostgreSQL the inserted rows lock nothing the second
+/// push needs, with or without that.
+#[actix_rt::test]
+async fn a_push_waiting_on_a_partition_lock_holds_no_lock_a_new_partition_needs() {
+    // Arrange: "held" exists and is locked; the blocked push creates "a-new" before it
+    // reaches "held" (partitions are appended in name order).
+    let b = TestBroker::start().await;
+    push(&b, &[("dir-wait", "held")]).await;
+    let mut locker = b.sql().await;
+    let lock = lock_partition(&mut locker, "dir-wait", "held").await;
+    let blocked = {
+        let (http, url) = (b.http.clone(), b.url("/api/v1/push"));
+        let body = json!({"items": [
+            {"queue": "dir-wait", "partition": "a-new", "payload": 1},
+            {"queue": "dir-wait", "partition": "held", "payload": 2}]});
+        tokio::spawn(async move { http.post(&url).json(&body).send().await })
+    };
+    assert!(
+        lock_waiter_within(&b, Duration::from_secs(10)).await,
+        "the push never waited on the held partition"
+    );
+
+    // Act: a push that creates a queue and its partition, while the first still waits.
+    let second =
+        tokio::time::timeout(Duration::from_secs(5), push(&b, &[("dir-beside", "fresh")])).await;
+    lock.commit().await.unwrap();
+    let first = blocked.await.expect("push task").expect("push answered");
+
+    // Assert
+    assert!(
+        second.is_ok(),
+        "a push creating a partition waited on one blocked on another partition's lock"
+    );
+    assert_eq!(first.status(), StatusCode::CREATED);
+    for (queue, want) in [("dir-wait", 3), ("dir-beside", 1)] {
+        assert_eq!(pop_all(&b, queue).await, want, "{queue}");
+    }
 }

@@ -7,6 +7,7 @@ use futures_util::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::support::lock_waiters::lock_partition;
 use crate::support::TestBroker;
 
 /// Sixteen concurrent pushes to one partition (a window long enough to gather them) are
@@ -151,36 +152,6 @@ async fn a_push_combined_into_a_shared_segment_is_a_duplicate_when_sent_again() 
     assert_eq!(statuses, vec!["duplicate"; 5], "{again}");
     let messages = b.pop_messages("/api/v1/pop/queue/shared?batch=100").await;
     assert_eq!(messages.len(), 10, "{messages:?}");
-}
-
-/// Holds the row lock of partition `partition` of queue `queue` in a transaction of `sql`
-/// (a push to it then waits in PostgreSQL until the transaction ends).
-async fn lock_partition<'a>(
-    sql: &'a mut tokio_postgres::Client,
-    queue: &str,
-    partition: &str,
-) -> tokio_postgres::Transaction<'a> {
-    let tx = sql.transaction().await.unwrap();
-    // The id first, then the lock by id: on the Citus layout a `FOR UPDATE` must name the
-    // distribution column (`log_partitions.id`) with an equality.
-    let id: i64 = tx
-        .query_one(
-            "SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-              WHERE q.name = $1 AND p.name = $2",
-            &[&queue, &partition],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    let locked = tx
-        .execute(
-            "SELECT 1 FROM queen.log_partitions p WHERE p.id = $1 FOR UPDATE",
-            &[&id],
-        )
-        .await
-        .unwrap();
-    assert_eq!(locked, 1, "partition {queue}/{partition} exists");
-    tx
 }
 
 /// Backends of this test's database waiting for a lock (other tests run beside it on

@@ -364,3 +364,32 @@ pub async fn read_segment(
         })
         .filter(|segment| segment.end >= offset))
 }
+
+/// Creates the partitions `names` ((queue, partition) pairs) of `tenant` and their queues
+/// where missing, each in a transaction of its own (`queen.log_partition_resolve_v1`
+/// outside any transaction; the calls are pipelined, one network wait for them all). The
+/// Citus layout's pushes call it before their transaction, so that transaction writes no
+/// reference table (see `log::push::directory`).
+#[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_partition_resolve_v1"))]
+pub async fn create_partitions(
+    conn: &mut PgConn,
+    tenant: &str,
+    names: &[(&str, &str)],
+    default_window_secs: i32,
+) -> Result<(), DbError> {
+    let resolve = conn.statement("log_partition_resolve_v1", RESOLVE).await?;
+    let client: &tokio_postgres::Client = conn.client();
+    type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
+    let params: Vec<[Param<'_>; 4]> = names
+        .iter()
+        .map(|(queue, partition)| -> [Param<'_>; 4] {
+            [&tenant, queue, partition, &default_window_secs]
+        })
+        .collect();
+    let calls = params.iter().map(|p| client.query_one(&resolve, p));
+    let created = futures_util::future::try_join_all(calls).await;
+    match created {
+        Ok(_) => Ok(()),
+        Err(e) => Err(conn.note(DbError::query("log_partition_resolve_v1", e))),
+    }
+}

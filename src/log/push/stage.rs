@@ -3,6 +3,7 @@
 //! replay); [`store_committed`] commits on its own, in one round trip when it can.
 
 use super::append::{append_alone, append_groups, Builds, Groups, Request};
+use super::directory::create_missing;
 use super::error::PushError;
 use super::prepared::{PreparedPush, Staged};
 use crate::broker::Broker;
@@ -65,6 +66,7 @@ pub async fn store_committed(
     zstd_level: i32,
 ) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     let groups = group_items(requests);
+    create_missing(conn, broker, tenant, groups.keys().copied()).await?;
     let mut outcomes = no_outcomes(requests);
     let request = Request::new(broker, tenant, requests, zstd_level);
     let mut builds = Builds::new();

@@ -9,6 +9,7 @@ use tracing::debug;
 
 use super::announce::announce;
 use super::combiner::{Job, Reply, SharedPush, Writer};
+use super::directory::create_missing;
 use super::error::PushError;
 use super::prepared::{PreparedPush, Staged};
 use super::stage::{stage_many, store_committed};
@@ -155,6 +156,11 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
             let staged = staged_of(jobs, ks);
             let stored = store_committed(&mut conn, broker, tenant, &staged, zstd_level).await?;
             return Ok(stored.into_iter().map(Some).collect());
+        }
+        for (tenant, ks) in &by_tenant {
+            let partitions = ks.iter().flat_map(|&k| jobs[k].items.iter());
+            let partitions = partitions.map(|item| (&item.queue, &item.partition));
+            create_missing(&mut conn, broker, tenant, partitions).await?;
         }
         let tx = DataTransaction::begin(&mut conn).await?;
         let mut outcomes: Vec<Option<Vec<PushOutcome>>> = vec![None; jobs.len()];

@@ -1,5 +1,5 @@
-//! Waiting until a statement of the broker's waits on a PostgreSQL lock: how a test knows
-//! the push or pop it set up to block has reached the lock it holds.
+//! Holding a partition's lock, and waiting until a statement of the broker's waits on a
+//! PostgreSQL lock: how a test blocks a push and knows it has reached the lock it holds.
 
 use std::time::Duration;
 
@@ -38,4 +38,34 @@ pub async fn lock_waiter_within(b: &TestBroker, within: Duration) -> bool {
     })
     .await
     .is_some()
+}
+
+/// Holds the row lock of partition `partition` of queue `queue` in a transaction of `sql`
+/// (a push to it then waits in PostgreSQL until the transaction ends).
+pub async fn lock_partition<'a>(
+    sql: &'a mut tokio_postgres::Client,
+    queue: &str,
+    partition: &str,
+) -> tokio_postgres::Transaction<'a> {
+    let tx = sql.transaction().await.unwrap();
+    // The id first, then the lock by id: on the Citus layout a `FOR UPDATE` must name the
+    // distribution column (`log_partitions.id`) with an equality.
+    let id: i64 = tx
+        .query_one(
+            "SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+              WHERE q.name = $1 AND p.name = $2",
+            &[&queue, &partition],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let locked = tx
+        .execute(
+            "SELECT 1 FROM queen.log_partitions p WHERE p.id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    assert_eq!(locked, 1, "partition {queue}/{partition} exists");
+    tx
 }
