@@ -168,6 +168,12 @@ async fn clone(port: u16, template: &str) -> tokio_postgres::Config {
 
 /// Copies `template` as `name` on every node. A backend still leaving the template (ended
 /// by [`seal`] a moment ago) makes PostgreSQL refuse the copy for a while: tried again.
+///
+/// Citus records the database itself among its distributed objects (`pg_dist_object`,
+/// by the database's oid), and the copy keeps the template's entry: a worker added later
+/// (`add_worker`) was then sent the template's name and refused ("database .. does not
+/// exist", and "failure on connection marked as essential" on the coordinator). Each
+/// node's copy is made to name itself.
 async fn copy(port: u16, template: &str, name: &str) -> tokio_postgres::Config {
     const ATTEMPTS: u32 = 20;
     let sql = format!("CREATE DATABASE {name} TEMPLATE {template}");
@@ -184,6 +190,13 @@ async fn copy(port: u16, template: &str, name: &str) -> tokio_postgres::Config {
                 Err(e) => panic!("on Citus node :{at}: {sql}: {e}"),
             }
         }
+        execute(
+            at,
+            name,
+            "UPDATE pg_dist_object SET objid = (SELECT oid FROM pg_database \
+             WHERE datname = current_database()) WHERE classid = 'pg_database'::regclass",
+        )
+        .await;
     }
     config(port, name)
 }
