@@ -16,7 +16,7 @@
 //! idle sweep deletes it like one. On plain PostgreSQL nothing here runs: the directory
 //! is a plain table there, whose inserted rows lock nothing another push needs.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Mutex;
 
 use super::window::WindowKey;
@@ -53,16 +53,18 @@ impl KnownPartitions {
         }
     }
 
-    /// Which of `partitions` this node has not seen created.
+    /// Which of `partitions` this node has not seen created, each once, in (queue,
+    /// partition) order.
     fn unknown<'a>(
         &self,
         tenant: &Tenant,
         partitions: impl Iterator<Item = (&'a QueueName, &'a PartitionName)>,
     ) -> Vec<(&'a QueueName, &'a PartitionName)> {
         let known = self.lock();
-        partitions
+        let unknown: BTreeSet<_> = partitions
             .filter(|(queue, partition)| !known.contains(&WindowKey::new(tenant, queue, partition)))
-            .collect()
+            .collect();
+        unknown.into_iter().collect()
     }
 
     /// Records `partitions` as created.
@@ -140,7 +142,7 @@ mod tests {
     }
 
     #[test]
-    fn only_partitions_not_learned_are_unknown_and_per_tenant() {
+    fn only_partitions_not_learned_are_unknown_each_once_and_per_tenant() {
         let known = KnownPartitions::new(100);
         let a = Tenant::default_tenant();
         let b = Tenant::parse("other").expect("a valid tenant");
@@ -148,8 +150,9 @@ mod tests {
         let first = pairs[..1].iter().map(|(q, p)| (q, p)).collect::<Vec<_>>();
         known.learn(&a, &first);
 
-        let unknown = known.unknown(&a, pairs.iter().map(|(q, p)| (q, p)));
-        assert_eq!(unknown.len(), 1);
+        let twice = pairs.iter().chain(&pairs).map(|(q, p)| (q, p));
+        let unknown = known.unknown(&a, twice);
+        assert_eq!(unknown.len(), 1, "p2 once, though named twice");
         assert_eq!(unknown[0].1.as_str(), "p2");
         assert_eq!(
             known.unknown(&b, pairs.iter().map(|(q, p)| (q, p))).len(),
