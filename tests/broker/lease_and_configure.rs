@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 use crate::support::fixtures::{consumer_row, entry, numbers, partition_id, sql_count};
-use crate::support::{ack_batch, eventually, two_nodes, TestBroker};
+use crate::support::{ack_batch, citus, eventually, two_nodes, TestBroker};
 
 /// A bodiless lease extend renews every partition claimed under the lease.
 #[actix_rt::test]
@@ -175,13 +175,36 @@ async fn popping_and_acking_rewrites_the_cursor_row_in_place() {
         assert_eq!(acked[0]["success"], true, "{acked:?}");
     }
 
-    // Assert: PostgreSQL's statistics reach the view within its flush interval.
-    let query = "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables \
-                 WHERE relid = 'queen.log_consumers'::regclass";
-    let client = b.sql().await;
+    // Assert: PostgreSQL's statistics reach the view within its flush interval. On the
+    // Citus layout the rows live in the table's shards (`log_consumers_<shard id>`) on the
+    // workers: summed over every node.
+    let query = "SELECT coalesce(sum(n_tup_upd), 0)::bigint, \
+                        coalesce(sum(n_tup_hot_upd), 0)::bigint FROM pg_stat_user_tables \
+                 WHERE schemaname = 'queen' AND relname ~ '^log_consumers(_[0-9]+)?$'";
+    let nodes = match citus::layout() {
+        true => citus::every_node(&b.pg),
+        false => vec![b.pg.clone()],
+    };
+    let mut clients = Vec::new();
+    for node in &nodes {
+        let (client, connection) = node.connect(tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        if citus::layout() {
+            // Citus hides shards from the catalog views of client sessions by default.
+            client
+                .batch_execute("SET citus.show_shards_for_app_name_prefixes = '*'")
+                .await
+                .unwrap();
+        }
+        clients.push(client);
+    }
     let (updates, hot) = eventually(Duration::from_secs(30), || async {
-        let row = client.query_one(query, &[]).await.unwrap();
-        let (updates, hot): (i64, i64) = (row.get(0), row.get(1));
+        let (mut updates, mut hot) = (0i64, 0i64);
+        for client in &clients {
+            let row = client.query_one(query, &[]).await.unwrap();
+            updates += row.get::<_, i64>(0);
+            hot += row.get::<_, i64>(1);
+        }
         (updates >= 80).then_some((updates, hot))
     })
     .await

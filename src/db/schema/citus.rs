@@ -107,9 +107,16 @@ pub const DELEGATED: &[(&str, &str)] = &[
     ("log_pop_at_v1", "p_pid"),
 ];
 
-/// Shards per distributed table: Citus's default, written down so every table (and a
-/// rebalance) sees the same number.
-const SHARD_COUNT: i32 = 32;
+/// Shards per distributed table: the database's `citus.shard_count` (Citus's default 32;
+/// an operator sets it with `ALTER DATABASE .. SET citus.shard_count`), read once per
+/// layout and given to every table explicitly, so the co-located tables and the `kv`
+/// table get the same number even if the setting changes between two of their steps.
+async fn shard_count(client: &Client) -> Result<i32, tokio_postgres::Error> {
+    let row = client
+        .query_one("SELECT current_setting('citus.shard_count')::integer", &[])
+        .await?;
+    Ok(row.get(0))
+}
 
 /// Whether this start lays the schema out for Citus: `setting` is `QUEEN_CITUS`. Only
 /// `Some(true)` does, and on a database without the extension it is an error. Unset keeps
@@ -242,9 +249,10 @@ pub async fn apply(client: &Client) -> Result<Vec<String>, DbError> {
         .batch_execute("SET citus.enable_unsafe_triggers = on")
         .await
         .map_err(failed("citus"))?;
+    let shards = shard_count(client).await.map_err(failed("citus"))?;
     for step in steps {
         let name = step.name();
-        run(client, step).await.map_err(failed(&name))?;
+        run(client, step, shards).await.map_err(failed(&name))?;
         info!(step = %name, "citus layout");
         done.push(name);
     }
@@ -255,8 +263,8 @@ pub async fn apply(client: &Client) -> Result<Vec<String>, DbError> {
     Ok(done)
 }
 
-/// One step's statement.
-async fn run(client: &Client, step: Step) -> Result<(), tokio_postgres::Error> {
+/// One step's statement; a distributed table gets `shards` shards.
+async fn run(client: &Client, step: Step, shards: i32) -> Result<(), tokio_postgres::Error> {
     match step {
         Step::Reference(table) => {
             client
@@ -272,7 +280,7 @@ async fn run(client: &Client, step: Step) -> Result<(), tokio_postgres::Error> {
                     .execute(
                         "SELECT create_distributed_table($1::text::regclass, $2,
                              shard_count := $3, colocate_with := 'none')",
-                        &[&table, &column, &SHARD_COUNT],
+                        &[&table, &column, &shards],
                     )
                     .await?;
             } else {
@@ -321,7 +329,7 @@ async fn run(client: &Client, step: Step) -> Result<(), tokio_postgres::Error> {
                 .execute(
                     "SELECT create_distributed_table($1::text::regclass, $2,
                          shard_count := $3, colocate_with := 'none')",
-                    &[&table, &column, &SHARD_COUNT],
+                    &[&table, &column, &shards],
                 )
                 .await?;
         }
