@@ -110,6 +110,18 @@ async fn empty_partitions_and_idle_groups_are_removed_when_configured() {
         numbers(0..1),
         "a forgotten group starts anew"
     );
+    // The removed partition left the directory too, and a push creates it again, from
+    // offset 0.
+    assert_eq!(
+        sql_count(&b, "SELECT count(*) FROM queen.log_partition_names").await,
+        1
+    );
+    b.push("hk", "Default", &numbers(5..6)).await;
+    let back = b
+        .pop_messages("/api/v1/pop/queue/hk/partition/Default?batch=5&autoAck=true")
+        .await;
+    assert_eq!(payloads(&back), numbers(5..6));
+    assert_eq!(back[0]["offset"], 0, "{back:?}");
 }
 
 /// Pushes to queue names used once leave the encryption cache bounded: once they are older

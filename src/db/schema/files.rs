@@ -95,6 +95,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("086_answer_row_types.sql"),
     migration!("087_release_mark_reference_lock_order.sql"),
     migration!("088_release_mark_maintenance_plpgsql.sql"),
+    migration!("089_release_mark_idle_sweep_directory.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
