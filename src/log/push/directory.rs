@@ -20,13 +20,12 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Mutex;
 
 use super::window::WindowKey;
-use crate::broker::Broker;
 use crate::db::push::create_partitions;
 use crate::db::{DbError, PgConn};
 use crate::domain::{PartitionName, QueueName, Tenant};
 
 /// The partitions this node has seen created, so that only a push naming a new one pays the
-/// round trip of [`create_missing`]. A partition deleted since (a queue delete, the idle
+/// round trip of [`KnownPartitions::create_missing`]. A partition deleted since (a queue delete, the idle
 /// sweep) is created again by the append's own resolve, inside its transaction: correct,
 /// only not short.
 pub struct KnownPartitions {
@@ -88,41 +87,37 @@ impl KnownPartitions {
         self.len() == 0
     }
 
+    /// On the Citus layout, creates those of `partitions` (in (queue, partition) order, each
+    /// once) that this node has not seen yet, each committed on its own, and learns them;
+    /// `default_window_secs` is the dedup window of queues that set none. Called before the
+    /// push's transaction begins. Does nothing on plain PostgreSQL.
+    pub(super) async fn create_missing<'a>(
+        &self,
+        conn: &mut PgConn,
+        tenant: &Tenant,
+        partitions: impl Iterator<Item = (&'a QueueName, &'a PartitionName)>,
+        default_window_secs: i32,
+    ) -> Result<(), DbError> {
+        if !conn.distributed() {
+            return Ok(());
+        }
+        let missing = self.unknown(tenant, partitions);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<(&str, &str)> = missing
+            .iter()
+            .map(|(queue, partition)| (queue.as_str(), partition.as_str()))
+            .collect();
+        create_partitions(conn, tenant.as_str(), &names, default_window_secs).await?;
+        self.learn(tenant, &missing);
+        Ok(())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<WindowKey>> {
         // A panic while holding the lock leaves only a cache behind: keep using it.
         self.known.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// On the Citus layout, creates those of `partitions` (in (queue, partition) order, each
-/// once) that this node has not seen yet, each committed on its own. Called before the
-/// push's transaction begins. Does nothing on plain PostgreSQL.
-pub(super) async fn create_missing<'a>(
-    conn: &mut PgConn,
-    broker: &Broker,
-    tenant: &Tenant,
-    partitions: impl Iterator<Item = (&'a QueueName, &'a PartitionName)>,
-) -> Result<(), DbError> {
-    if !conn.distributed() {
-        return Ok(());
-    }
-    let missing = broker.known_partitions.unknown(tenant, partitions);
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let names: Vec<(&str, &str)> = missing
-        .iter()
-        .map(|(queue, partition)| (queue.as_str(), partition.as_str()))
-        .collect();
-    create_partitions(
-        conn,
-        tenant.as_str(),
-        &names,
-        broker.config.push.dedup_window_secs,
-    )
-    .await?;
-    broker.known_partitions.learn(tenant, &missing);
-    Ok(())
 }
 
 #[cfg(test)]

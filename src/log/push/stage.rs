@@ -3,7 +3,6 @@
 //! replay); [`store_committed`] commits on its own, in one round trip when it can.
 
 use super::append::{append_alone, append_groups, Builds, Groups, Request};
-use super::directory::create_missing;
 use super::error::PushError;
 use super::prepared::{PreparedPush, Staged};
 use crate::broker::Broker;
@@ -66,7 +65,11 @@ pub async fn store_committed(
     zstd_level: i32,
 ) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     let groups = group_items(requests);
-    create_missing(conn, broker, tenant, groups.keys().copied()).await?;
+    let window = broker.config.push.dedup_window_secs;
+    let known = &broker.known_partitions;
+    known
+        .create_missing(conn, tenant, groups.keys().copied(), window)
+        .await?;
     let mut outcomes = no_outcomes(requests);
     let request = Request::new(broker, tenant, requests, zstd_level);
     let mut builds = Builds::new();

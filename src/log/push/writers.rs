@@ -9,7 +9,6 @@ use tracing::debug;
 
 use super::announce::announce;
 use super::combiner::{Job, Reply, SharedPush, Writer};
-use super::directory::create_missing;
 use super::error::PushError;
 use super::prepared::{PreparedPush, Staged};
 use super::stage::{stage_many, store_committed};
@@ -160,7 +159,11 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
         for (tenant, ks) in &by_tenant {
             let partitions = ks.iter().flat_map(|&k| jobs[k].items.iter());
             let partitions = partitions.map(|item| (&item.queue, &item.partition));
-            create_missing(&mut conn, broker, tenant, partitions).await?;
+            let window = broker.config.push.dedup_window_secs;
+            let known = &broker.known_partitions;
+            known
+                .create_missing(&mut conn, tenant, partitions, window)
+                .await?;
         }
         let tx = DataTransaction::begin(&mut conn).await?;
         let mut outcomes: Vec<Option<Vec<PushOutcome>>> = vec![None; jobs.len()];
