@@ -197,16 +197,28 @@ pub struct PopConfig {
     /// `QUEEN_HOTLIST`: candidates from the group actors' hot-list rings (default on);
     /// `0`/`false`/`off` selects the legacy SQL candidate scan.
     pub hotlist: bool,
-    /// `QUEEN_ACK_SYNC_COMMIT`: acks wait for the WAL flush (default off). Off, an ack's
-    /// commit returns before its WAL reaches the disk, as a leased pop's does: a PostgreSQL
-    /// crash in the moment after an ack can only make those messages come again, which an
-    /// expired lease does anyway. Acks inside a transaction bundle always wait (the bundle's
-    /// pushes must).
-    pub ack_sync_commit: bool,
+    /// `QUEEN_ACK_SYNC_COMMIT`: whether acks wait for the WAL flush; unset (`None`), the
+    /// layout decides ([`PopConfig::acks_wait`]). Off, an ack's commit returns before its WAL
+    /// reaches the disk, as a leased pop's does: a PostgreSQL crash in the moment after an
+    /// ack can only make those messages come again, which an expired lease does anyway.
+    /// Acks inside a transaction bundle always wait (the bundle's pushes must).
+    pub ack_sync_commit: Option<bool>,
     /// `QUEEN_HOTLIST_RESEED_MS`: how often a group actor refreshes its ring and the queue's
     /// deferral settings from SQL (default 5000). It bounds how long a push that reached no
     /// actor of this node (another node's push without a mesh) waits for a ring.
     pub reseed_every: Duration,
+}
+
+impl PopConfig {
+    /// Whether an ack outside a transaction bundle waits for its WAL flush:
+    /// `QUEEN_ACK_SYNC_COMMIT` when set, else only on the Citus layout (`distributed`).
+    /// There a shard move loses an asynchronous commit of its last moments (the move's
+    /// final catch-up waits for the old worker's WAL written so far, docs/scale-out.md,
+    /// "Adding a worker under load"), and a lost ack brings back messages whose ack was
+    /// answered as done; moving shards is routine there, not a crash.
+    pub fn acks_wait(&self, distributed: bool) -> bool {
+        self.ack_sync_commit.unwrap_or(distributed)
+    }
 }
 
 /// Push encoding.
@@ -303,7 +315,10 @@ impl Config {
                 backoff_multiplier: vars.parse("POP_WAIT_BACKOFF_MULTIPLIER", 2.0, "a number")?,
                 wait_max: vars.millis("POP_WAIT_MAX_INTERVAL_MS", 1_000)?,
                 hotlist: vars.switch("QUEEN_HOTLIST", true)?,
-                ack_sync_commit: vars.switch("QUEEN_ACK_SYNC_COMMIT", false)?,
+                ack_sync_commit: match vars.get("QUEEN_ACK_SYNC_COMMIT") {
+                    None => None,
+                    Some(_) => Some(vars.switch("QUEEN_ACK_SYNC_COMMIT", false)?),
+                },
                 reseed_every: vars.millis("QUEEN_HOTLIST_RESEED_MS", 5_000)?,
             },
             push: PushConfig {
@@ -539,5 +554,18 @@ mod tests {
         );
         assert!(pool(&[two[0], ("QUEEN_DB_WORKER_CONNECTIONS", "10")]).is_err());
         assert!(Config::from_vars([("QUEEN_LOG_FORMAT", "xml")]).is_err());
+    }
+
+    #[test]
+    fn acks_wait_on_the_citus_layout_unless_the_operator_says_otherwise() {
+        let pop = |vars: &[(&str, &str)]| Config::from_vars(vars.iter().copied()).unwrap().pop;
+        let unset = pop(&[]);
+        assert!(!unset.acks_wait(false));
+        assert!(unset.acks_wait(true));
+        let off = pop(&[("QUEEN_ACK_SYNC_COMMIT", "false")]);
+        assert!(!off.acks_wait(false) && !off.acks_wait(true));
+        let on = pop(&[("QUEEN_ACK_SYNC_COMMIT", "on")]);
+        assert!(on.acks_wait(false) && on.acks_wait(true));
+        assert!(Config::from_vars([("QUEEN_ACK_SYNC_COMMIT", "sometimes")]).is_err());
     }
 }

@@ -53,7 +53,12 @@
 -- caller's transaction: a lease is a reservation, and a crash that loses it only makes the
 -- batch come again, as an expired lease does anyway. That spares one WAL flush wait per
 -- pop+ack cycle; the next synchronous commit (the ack's) flushes it. Auto-ack claims keep
--- waiting: their cursor advance is the only record that the messages were delivered.
+-- waiting: their cursor advance is the only record that the messages were delivered. On a
+-- Citus node (the setting citus.version exists) a leased claim waits too: a shard move
+-- loses a commit of its last moments whose WAL was not written yet (the move's catch-up
+-- waits for the source's pg_current_wal_lsn(); docs/scale-out.md, "Adding a worker under
+-- load"), and a lost lease hands its batch to the next pop while the first consumer still
+-- holds it, a delivery twice that no lease expiry explains.
 -- No notifications.
 CREATE OR REPLACE FUNCTION queen.log_pop_v3(
     p_qid                bigint,
@@ -377,6 +382,11 @@ BEGIN
     ELSE
         v_attempt := CASE WHEN v_att_offset IS NOT DISTINCT FROM v_start
                           THEN v_att_count + 1 ELSE 1 END;
+        -- A lease is a reservation: its commit need not wait for the WAL flush, except on
+        -- a Citus node (see the header). Set before the UPDATE, so its triggers see it.
+        IF current_setting('citus.version', true) IS NULL THEN
+            PERFORM set_config('synchronous_commit', 'off', true);
+        END IF;
         UPDATE queen.log_consumers c SET
             committed = coalesce(v_committed_at_claim, c.committed),
             total_consumed = c.total_consumed
@@ -390,8 +400,6 @@ BEGIN
             attempt_count = v_attempt,
             attempt_offset = v_start
         WHERE c.partition_id = p_pid AND c.consumer_group = p_group;
-        -- A lease is a reservation: its commit need not wait for the WAL flush (see the header).
-        PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
 
     RETURN QUERY

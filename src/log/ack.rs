@@ -49,12 +49,12 @@ pub async fn ack(
     acks: &[Ack],
 ) -> Result<Vec<AckVerdict>, DbError> {
     let mut verdicts: Vec<Option<AckVerdict>> = vec![None; acks.len()];
-    let durability = if broker.config.pop.ack_sync_commit {
+    let mut conn = broker.db.conn().await?;
+    let durability = if broker.config.pop.acks_wait(conn.distributed()) {
         AckDurability::Flushed
     } else {
         AckDurability::Relaxed
     };
-    let mut conn = broker.db.conn().await?;
     for ((partition_id, lease), indices) in by_partition_and_lease(acks) {
         let items = items_of(acks, &indices);
         let target = AckTarget {

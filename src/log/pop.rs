@@ -512,7 +512,7 @@ mod tests {
             backoff_multiplier: 2.0,
             wait_max: Duration::from_millis(1000),
             hotlist: true,
-            ack_sync_commit: false,
+            ack_sync_commit: None,
             reseed_every: Duration::from_secs(5),
         }
     }

@@ -1,7 +1,10 @@
-//! How durably acks commit: a plain ack does not wait for the WAL flush unless
-//! `QUEEN_ACK_SYNC_COMMIT` is on; an ack inside a transaction bundle always waits. Observed
-//! from inside PostgreSQL: a test trigger records the `synchronous_commit` in force when an
-//! ack's cursor update finishes, on a database whose default is `on`.
+//! How durably acks and leased claims commit: on plain PostgreSQL a plain ack does not
+//! wait for the WAL flush unless `QUEEN_ACK_SYNC_COMMIT` is on, and neither does a leased
+//! claim; on the Citus layout both wait unless `QUEEN_ACK_SYNC_COMMIT` is set off (a shard
+//! move loses an asynchronous commit of its last moments); an ack inside a transaction
+//! bundle always waits. Observed from inside PostgreSQL: a test trigger records the
+//! `synchronous_commit` in force when an ack's or a claim's cursor update commits (a
+//! deferred constraint trigger), on a database whose default is `on`.
 //!
 //! On the Citus layout the cursor update runs on the worker holding the partition's shard,
 //! in the worker's transaction (`queen.log_ack_v3`, delegated), and that transaction's
@@ -19,18 +22,23 @@ use crate::support::{citus, postgres, TestBroker};
 
 /// The recording table and its trigger function.
 const RECORDER: [&str; 2] = [
-    "CREATE TABLE public.ack_commits (setting text NOT NULL)",
+    "CREATE TABLE public.ack_commits (what text NOT NULL, setting text NOT NULL)",
     "CREATE FUNCTION public.record_ack_commit() RETURNS trigger LANGUAGE plpgsql AS $$
      BEGIN
          IF NEW.worker_id IS NULL AND OLD.worker_id IS NOT NULL THEN
-             INSERT INTO public.ack_commits VALUES (current_setting('synchronous_commit'));
+             INSERT INTO public.ack_commits
+             VALUES ('ack', current_setting('synchronous_commit'));
+         ELSIF NEW.worker_id IS NOT NULL AND OLD.worker_id IS DISTINCT FROM NEW.worker_id THEN
+             INSERT INTO public.ack_commits
+             VALUES ('claim', current_setting('synchronous_commit'));
          END IF;
          RETURN NULL;
      END $$",
 ];
 
 /// A fresh database whose sessions default to synchronous commits, with a trigger function
-/// that records the setting in force at the end of every statement that releases a lease.
+/// that records the setting in force when a transaction that released or took a lease
+/// commits (a deferred constraint trigger: a claim sets its setting after its UPDATE).
 /// On the Citus layout the setting, the table and the function are made on every node,
 /// each node's own (DDL propagation off).
 async fn recorded_database() -> tokio_postgres::Config {
@@ -96,20 +104,29 @@ async fn record(b: &TestBroker) {
             .expect("allow a trigger on a distributed table");
     }
     sql.batch_execute(
-        "CREATE TRIGGER record_ack_commit AFTER UPDATE ON queen.log_consumers
+        "CREATE CONSTRAINT TRIGGER record_ack_commit AFTER UPDATE ON queen.log_consumers
+         DEFERRABLE INITIALLY DEFERRED
          FOR EACH ROW EXECUTE FUNCTION public.record_ack_commit()",
     )
     .await
     .unwrap();
 }
 
-/// The settings recorded, node after node.
+/// The settings recorded for acks, node after node.
 async fn recorded(b: &TestBroker) -> Vec<String> {
+    recorded_for(b, "ack").await
+}
+
+/// The settings recorded for `what` (`ack` or `claim`), node after node.
+async fn recorded_for(b: &TestBroker, what: &str) -> Vec<String> {
     let mut settings = Vec::new();
     for node in recording_nodes(b) {
         let rows = connect(&node)
             .await
-            .query("SELECT setting FROM public.ack_commits", &[])
+            .query(
+                "SELECT setting FROM public.ack_commits WHERE what = $1",
+                &[&what],
+            )
             .await
             .unwrap();
         settings.extend(rows.iter().map(|r| r.get::<_, String>(0)));
@@ -139,9 +156,20 @@ async fn ack_some(b: &TestBroker, queue: &str) {
     assert_eq!(first[0]["success"], true, "{first:?}");
 }
 
-/// By default acks do not wait for the flush, through either ack path.
+/// What an ack or a leased claim commits with by default: without waiting for the flush
+/// on plain PostgreSQL, waiting on the Citus layout.
+fn default_setting() -> &'static str {
+    if citus::layout() {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// By default acks do not wait for the flush on plain PostgreSQL, through either ack path;
+/// on the Citus layout they do.
 #[actix_rt::test]
-async fn by_default_an_ack_does_not_wait_for_the_wal_flush() {
+async fn by_default_an_ack_waits_for_the_wal_flush_only_on_the_citus_layout() {
     // Arrange
     let b = TestBroker::start_on(recorded_database().await, &[]).await;
     b.push("ad-default", "P", &[json!("first contact")]).await;
@@ -153,7 +181,49 @@ async fn by_default_an_ack_does_not_wait_for_the_wal_flush() {
     ack_some(&b, "ad-default").await;
 
     // Assert
+    assert_eq!(recorded(&b).await, vec![default_setting(); 2]);
+}
+
+/// `QUEEN_ACK_SYNC_COMMIT` set off is the operator's choice, on the Citus layout too.
+#[actix_rt::test]
+async fn with_ack_sync_commit_off_no_ack_waits_for_the_wal_flush() {
+    // Arrange
+    let b = TestBroker::start_on(
+        recorded_database().await,
+        &[("QUEEN_ACK_SYNC_COMMIT", "false")],
+    )
+    .await;
+    b.push("ad-off", "P", &[json!("first contact")]).await;
+    let warm = b.pop_messages("/api/v1/pop/queue/ad-off?batch=1").await;
+    b.ack_all(&warm, "completed", None).await;
+    record(&b).await;
+
+    // Act
+    ack_some(&b, "ad-off").await;
+
+    // Assert
     assert_eq!(recorded(&b).await, vec!["off", "off"]);
+}
+
+/// A leased claim does not wait for the flush on plain PostgreSQL, and waits on the Citus
+/// layout, where a shard move would lose it and hand its batch out again while its first
+/// consumer still holds it.
+#[actix_rt::test]
+async fn a_leased_claim_waits_for_the_wal_flush_only_on_the_citus_layout() {
+    // Arrange
+    let b = TestBroker::start_on(recorded_database().await, &[]).await;
+    b.push("ad-claim", "P", &[json!("first contact")]).await;
+    let warm = b.pop_messages("/api/v1/pop/queue/ad-claim?batch=1").await;
+    b.ack_all(&warm, "completed", None).await;
+    b.push("ad-claim", "P", &numbers(0..3)).await;
+    record(&b).await;
+
+    // Act
+    let batch = b.pop_messages("/api/v1/pop/queue/ad-claim?batch=3").await;
+
+    // Assert
+    assert_eq!(batch.len(), 3);
+    assert_eq!(recorded_for(&b, "claim").await, vec![default_setting()]);
 }
 
 /// With `QUEEN_ACK_SYNC_COMMIT` on, every ack waits for the flush.

@@ -45,6 +45,10 @@ struct Seen {
     unconfirmed: Mutex<BTreeSet<Key>>,
     /// Redeliveries of a message none of whose earlier deliveries had an unconfirmed ack.
     unexplained: Mutex<Vec<Key>>,
+    /// When (seconds since the test's start) a delivery's ack was last answered as done,
+    /// and when a redelivery in `unexplained` came: read when there are such.
+    confirmed_at: Mutex<BTreeMap<Key, f64>>,
+    redelivered_at: Mutex<BTreeMap<Key, f64>>,
     /// Answers other than success or a 503: (what, status, body).
     errors: Mutex<Vec<(String, StatusCode, Value)>>,
     push_503: AtomicU64,
@@ -132,7 +136,7 @@ async fn produce(
 
 /// One consumer: wildcard pops and acks until `finish`, retrying a 503; records every
 /// delivery and every ack that did not confirm.
-async fn consume(b: Arc<TestBroker>, seen: Arc<Seen>, finish: Arc<AtomicBool>) {
+async fn consume(b: Arc<TestBroker>, seen: Arc<Seen>, finish: Arc<AtomicBool>, started: Instant) {
     let path = format!("/api/v1/pop/queue/{QUEUE}?batch=20&partitions=2&wait=true&timeout=500");
     while !finish.load(Ordering::SeqCst) {
         let (status, body) = b.get(&path).await;
@@ -168,6 +172,8 @@ async fn consume(b: Arc<TestBroker>, seen: Arc<Seen>, finish: Arc<AtomicBool>) {
                 *count += 1;
                 if *count > 1 && !unconfirmed.contains(key) {
                     seen.unexplained.lock().unwrap().push(*key);
+                    let at = started.elapsed().as_secs_f64();
+                    seen.redelivered_at.lock().unwrap().insert(*key, at);
                 }
             }
         }
@@ -199,6 +205,12 @@ async fn consume(b: Arc<TestBroker>, seen: Arc<Seen>, finish: Arc<AtomicBool>) {
                 keys.clone()
             }
         };
+        let at = started.elapsed().as_secs_f64();
+        let mut confirmed_at = seen.confirmed_at.lock().unwrap();
+        for key in keys.iter().filter(|k| !refused.contains(k)) {
+            confirmed_at.insert(*key, at);
+        }
+        drop(confirmed_at);
         seen.unconfirmed.lock().unwrap().extend(refused);
     }
 }
@@ -255,28 +267,57 @@ async fn describe_lost(
         .filter(|k| !seen.delivered.lock().unwrap().contains_key(k))
         .take(10)
     {
-        let name = format!("p{}", key.0);
-        let row = client
-            .query_opt(
-                "SELECT p.last_offset,
-                        get_shard_id_for_distribution_column('queen.log_segments', p.id)
-                 FROM queen.log_partition_names n JOIN queen.queues q ON q.id = n.queue_id
-                 JOIN queen.log_partitions p ON p.id = n.id
-                 WHERE q.name = $1 AND n.name = $2",
-                &[&QUEUE, &name],
-            )
-            .await
-            .ok()
-            .flatten();
-        let (last_offset, shard): (Option<i64>, Option<i64>) = match row {
-            Some(row) => (row.get(0), row.get(1)),
-            None => (None, None),
-        };
+        let (last_offset, shard) = partition_state(client, key.0).await;
         let in_partition = stored.iter().filter(|k| k.0 == key.0).count();
         lines.push(format!(
             "{key:?} answered {:?} (at s, duplicate), shard {shard:?} moved {:?} \
              (at s, from, to), last_offset {last_offset:?} for {in_partition} stored",
             answered.get(key),
+            shard.and_then(|s| switched.get(&s)),
+        ));
+    }
+    lines.join("; ")
+}
+
+/// Partition `p{partition}`'s `last_offset` and the shard holding it.
+async fn partition_state(client: &Client, partition: u64) -> (Option<i64>, Option<i64>) {
+    let row = client
+        .query_opt(
+            "SELECT p.last_offset,
+                    get_shard_id_for_distribution_column('queen.log_segments', p.id)
+             FROM queen.log_partition_names n JOIN queen.queues q ON q.id = n.queue_id
+             JOIN queen.log_partitions p ON p.id = n.id
+             WHERE q.name = $1 AND n.name = $2",
+            &[&QUEUE, &format!("p{partition}")],
+        )
+        .await
+        .ok()
+        .flatten();
+    match row {
+        Some(row) => (row.get(0), row.get(1)),
+        None => (None, None),
+    }
+}
+
+/// For up to ten messages delivered again after every ack of theirs had confirmed: when
+/// the last ack confirmed and when the message came again (seconds since the test's
+/// start), and its partition's shard and when that moved.
+async fn describe_unexplained(
+    client: &Client,
+    seen: &Seen,
+    switched: &BTreeMap<i64, (f64, i32, i32)>,
+) -> String {
+    let unexplained = seen.unexplained.lock().unwrap().clone();
+    let confirmed_at = seen.confirmed_at.lock().unwrap().clone();
+    let redelivered_at = seen.redelivered_at.lock().unwrap().clone();
+    let mut lines = Vec::new();
+    for key in unexplained.iter().take(10) {
+        let (_, shard) = partition_state(client, key.0).await;
+        lines.push(format!(
+            "{key:?} ack confirmed at {:?} s, delivered again at {:?} s, shard {shard:?} \
+             moved {:?} (at s, from, to)",
+            confirmed_at.get(key),
+            redelivered_at.get(key),
             shard.and_then(|s| switched.get(&s)),
         ));
     }
@@ -364,7 +405,14 @@ async fn a_worker_added_and_shards_rebalanced_under_load_lose_nothing() {
         })
         .collect();
     let consumers: Vec<_> = (0..CONSUMERS)
-        .map(|_| tokio::spawn(consume(broker.clone(), seen.clone(), finish.clone())))
+        .map(|_| {
+            tokio::spawn(consume(
+                broker.clone(),
+                seen.clone(),
+                finish.clone(),
+                started,
+            ))
+        })
         .collect();
     let watcher = tokio::spawn(watch_placements(pg.clone(), started, finish.clone()));
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -423,6 +471,7 @@ async fn a_worker_added_and_shards_rebalanced_under_load_lose_nothing() {
     let switched = watcher.await.expect("placement watcher");
     let after = shards_per_worker(&client).await;
     let lost_detail = describe_lost(&client, &seen, &stored, &switched).await;
+    let unexplained_detail = describe_unexplained(&client, &seen, &switched).await;
     let spread = workers_of_partitions(&client).await;
 
     // Assert, after printing the figures.
@@ -441,7 +490,7 @@ async fn a_worker_added_and_shards_rebalanced_under_load_lose_nothing() {
          shard moves in {:.1} s (worker :{port} added), whole run {:.1} s; 503s: push {}, \
          pop {}, ack {}; other errors: {}; log_segments shards per worker before {before:?}, \
          after {after:?}; lost, e.g. {:?}; delivered again with every ack confirmed, e.g. \
-         {:?}; the lost: {lost_detail}",
+         {:?}; the lost: {lost_detail}; delivered again: {unexplained_detail}",
         stored.len(),
         seen.push_requests.load(Ordering::Relaxed),
         delivered.len(),

@@ -96,6 +96,7 @@ pub const MIGRATIONS: &[SqlFile] = &[
     migration!("087_release_mark_reference_lock_order.sql"),
     migration!("088_release_mark_maintenance_plpgsql.sql"),
     migration!("089_release_mark_idle_sweep_directory.sql"),
+    migration!("090_release_mark_citus_claims_wait.sql"),
 ];
 
 /// `sql/functions/`, one file per live SQL function (and the trigger that calls it, for a
