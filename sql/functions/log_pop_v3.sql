@@ -41,9 +41,12 @@
 --      after the claim's snapshot stays above the seal.
 --   6. With p_auto_ack the cursor moves past the span at once. Otherwise the span
 --      (committed, batch_end] is leased to p_worker for p_lease_seconds, counting
---      delivery_attempt for a batch that starts where the last one did. p_worker is also
---      written into shared_lease: these callers grant bare uuids, one lease over several
---      partitions, which queen.lease_holders_v1 finds through that column.
+--      delivery_attempt for a batch that starts where the last one did. A bare uuid
+--      p_worker (one lease over several partitions) is also written into shared_lease,
+--      through which queen.lease_holders_v1 finds it; a lease naming its partition
+--      ("<uuid>.<partition id>", queen.lease_partition: the Citus layout's one-partition
+--      claims, src/db/pop/delegated_claim.rs) is found by the primary key, and
+--      shared_lease is left as it is, so the update writes no indexed column (HOT).
 --
 -- Returns one row per segment slice: (partition_id, delivery_attempt, claim_start,
 -- claim_end, base_offset, start_idx, take, msg_count, created_at, codec, producer, blob);
@@ -392,7 +395,8 @@ BEGIN
             total_consumed = c.total_consumed
                 + coalesce(v_committed_at_claim - c.committed, 0),
             worker_id = p_worker,
-            shared_lease = p_worker,
+            shared_lease = CASE WHEN queen.lease_partition(p_worker) IS NULL
+                                THEN p_worker ELSE c.shared_lease END,
             lease_expires_at = v_now + make_interval(secs => p_lease_seconds),
             lease_acquired_at = v_now,
             batch_end = v_end,

@@ -27,7 +27,7 @@ use crate::actors::GroupKey;
 use crate::broker::{Broker, MIN_POP_WAIT_IN_USE};
 use crate::config::PopConfig;
 use crate::db::groups;
-use crate::db::pop::{claim, ClaimParams, ClaimedSlice, PopScope};
+use crate::db::pop::{claim, partition_lease, ClaimParams, ClaimedSlice, PopScope};
 use crate::db::{Conn, DbError};
 use crate::domain::{ConsumerGroup, PartitionName, QueueName, Tenant};
 use crate::metrics::Metrics;
@@ -142,7 +142,7 @@ impl<'a> Pop<'a> {
         if self.worker.is_empty() {
             String::new()
         } else {
-            format!("{}.{partition_id}", self.worker)
+            partition_lease(&self.worker, partition_id)
         }
     }
 

@@ -10,8 +10,8 @@
 use tokio_postgres::types::ToSql;
 
 use super::{
-    pop_args, slices_and_verdicts, CandidateVerdict, ClaimParams, ClaimedSlice, DbError, PgConn,
-    POP_AT,
+    partition_lease, pop_args, slices_and_verdicts, CandidateVerdict, ClaimParams, ClaimedSlice,
+    DbError, PgConn, POP_AT,
 };
 
 /// The group of queue mode, which no consumer-group limit counts.
@@ -25,11 +25,26 @@ pub fn applies(conn: &PgConn, group: &str, group_limit: Option<u32>) -> bool {
     conn.distributed() && (group == QUEUE_MODE || !matches!(group_limit, Some(n) if n > 0))
 }
 
+/// What [`claim_each`] claimed: the slices, one verdict per candidate in candidate order,
+/// and the lease id it granted them under.
+pub struct Claimed {
+    /// The segment slices claimed, as `queen.log_pop_list_v2` answers them.
+    pub slices: Vec<ClaimedSlice>,
+    /// One verdict per candidate, in candidate order.
+    pub verdicts: Vec<CandidateVerdict>,
+    /// The pop's lease id, or for a one-partition leased pop the id naming the partition
+    /// claimed ([`partition_lease`]): each candidate is offered its own, and the claimed
+    /// one's is the lease.
+    pub lease: String,
+}
+
 /// Claims for the pop `p` from `candidates` in order, one `queen.log_pop_at_v1` call per
 /// candidate with the budget left, until `p.partitions` partitions were claimed or the
 /// budget is spent; the rest are answered `skipped` without a call. Same rows as
-/// `queen.log_pop_list_v2` over the list: the slices, and one verdict per candidate in
-/// candidate order.
+/// `queen.log_pop_list_v2` over the list. A one-partition leased pop grants a lease id
+/// naming its partition, as the single-statement claim of plain PostgreSQL does, so the
+/// claim on the worker leaves the indexed `shared_lease` alone and its cursor update can
+/// be HOT.
 #[tracing::instrument(skip_all, fields(db.system = "postgresql", db.operation = "log_pop_at_v1"))]
 pub async fn claim_each(
     conn: &mut PgConn,
@@ -37,9 +52,10 @@ pub async fn claim_each(
     p: &ClaimParams<'_>,
     candidates: &[i64],
     skip_window: bool,
-) -> Result<(Vec<ClaimedSlice>, Vec<CandidateVerdict>), DbError> {
+) -> Result<Claimed, DbError> {
     let st = conn.statement("log_pop_at_v1", POP_AT).await?;
-    let worker = (!p.auto_ack).then_some(p.worker);
+    let named = p.partitions == 1 && !p.auto_ack;
+    let mut lease = p.worker.to_owned();
     let mut budget = p.batch;
     let mut claimed = 0;
     let mut slices = Vec::new();
@@ -49,6 +65,11 @@ pub async fn claim_each(
             verdicts.push(skipped(candidate));
             continue;
         }
+        let offered = match named {
+            true => partition_lease(p.worker, candidate),
+            false => p.worker.to_owned(),
+        };
+        let worker = (!p.auto_ack).then_some(offered.as_str());
         let left = ClaimParams {
             batch: budget,
             ..p.clone()
@@ -66,11 +87,18 @@ pub async fn claim_each(
         if taken > 0 {
             claimed += 1;
             budget -= taken;
+            if named {
+                lease = offered;
+            }
         }
         slices.extend(got);
         verdicts.extend(found);
     }
-    Ok((slices, verdicts))
+    Ok(Claimed {
+        slices,
+        verdicts,
+        lease,
+    })
 }
 
 /// The verdict of a candidate not tried: the pop was full first.

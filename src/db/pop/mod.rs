@@ -14,6 +14,14 @@ pub mod delegated_claim;
 pub mod render_failed;
 pub mod single_claim;
 
+/// The lease id a one-partition claim grants: the pop's lease id `worker` naming the
+/// partition, `<uuid>.<partition id>` (`queen.lease_partition` reads it back). PostgreSQL
+/// then finds the lease's row by its primary key, and the claim writes no indexed column,
+/// so its update of the cursor row can be HOT (sql/functions/lease_holders_v1.sql).
+pub fn partition_lease(worker: &str, partition_id: i64) -> String {
+    format!("{worker}.{partition_id}")
+}
+
 /// What a pop is asked (`queen.log_pop_args`), from the parameters `$1`..`$9` in the order
 /// [`pop_args`] binds them; each entry point's own arguments follow as `$10` on.
 macro_rules! pop_args {

@@ -71,11 +71,13 @@ async fn claim_lent(
     }
     Metrics::bump(&pop.broker.metrics.sql_list);
     let group_limit = pop.broker.config.limits.max_consumer_groups;
-    let (slices, found) = if delegated_claim::applies(conn, params.group, group_limit) {
-        delegated_claim::claim_each(conn, queue.as_str(), &params, &ids, skip_window).await?
-    } else {
-        claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?
-    };
+    if delegated_claim::applies(conn, params.group, group_limit) {
+        let claimed =
+            delegated_claim::claim_each(conn, queue.as_str(), &params, &ids, skip_window).await?;
+        loan.check_in(verdicts(&claimed.verdicts));
+        return Ok((claimed.slices, claimed.lease));
+    }
+    let (slices, found) = claim_list(conn, queue.as_str(), &params, &ids, skip_window).await?;
     loan.check_in(verdicts(&found));
     Ok((slices, pop.worker.clone()))
 }

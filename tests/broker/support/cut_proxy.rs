@@ -1,4 +1,5 @@
-//! A TCP proxy in front of the test cluster's Unix socket that cuts one connection at a
+//! A TCP proxy in front of the test database (the test cluster's Unix socket, or the Citus
+//! coordinator's TCP port in the Citus test mode) that cuts one connection at a
 //! chosen moment: after the broker sent a statement carrying a marker (and, optionally, a
 //! later one such as `COMMIT`), the server's answer is withheld, the statement is left to
 //! run, and both sockets close. The broker then sees what a network failure after sending
@@ -9,9 +10,50 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio_postgres::config::Host;
+
+/// Either kind of connection to the database, for [`pump`].
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// Where the proxy forwards to: the database's Unix socket when it has one, else its
+/// first TCP host.
+enum Upstream {
+    Unix(PathBuf),
+    Tcp(String, u16),
+}
+
+impl Upstream {
+    fn of(pg: &tokio_postgres::Config) -> Self {
+        let port = pg.get_ports().first().copied().unwrap_or(5432);
+        let hosts = pg.get_hosts();
+        if let Some(dir) = hosts.iter().find_map(|h| match h {
+            Host::Unix(dir) => Some(dir.clone()),
+            Host::Tcp(_) => None,
+        }) {
+            return Upstream::Unix(dir.join(format!(".s.PGSQL.{port}")));
+        }
+        let host = hosts
+            .iter()
+            .find_map(|h| match h {
+                Host::Tcp(host) => Some(host.clone()),
+                Host::Unix(_) => None,
+            })
+            .expect("the test database has a host");
+        Upstream::Tcp(host, port)
+    }
+
+    async fn connect(&self) -> std::io::Result<Box<dyn Stream>> {
+        Ok(match self {
+            Upstream::Unix(socket) => Box::new(UnixStream::connect(socket).await?),
+            Upstream::Tcp(host, port) => {
+                Box::new(TcpStream::connect((host.as_str(), *port)).await?)
+            }
+        })
+    }
+}
 
 /// When to cut: the first connection that sends `marker`, at the chunk that holds `then`
 /// (sent after the marker), or at the marker's own chunk when `then` is `None`.
@@ -32,9 +74,9 @@ pub struct CutProxy {
 }
 
 impl CutProxy {
-    /// Listens on a free local port and forwards to `pg`'s Unix socket; cuts once.
+    /// Listens on a free local port and forwards to `pg`; cuts once.
     pub async fn start(pg: &tokio_postgres::Config, cut: Cut) -> Self {
-        let socket = unix_socket(pg);
+        let upstream = Upstream::of(pg);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("an address").port();
         let armed = Arc::new(Mutex::new(Some(cut)));
@@ -43,7 +85,7 @@ impl CutProxy {
             let fired = fired.clone();
             tokio::spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
-                    let Ok(server) = UnixStream::connect(&socket).await else {
+                    let Ok(server) = upstream.connect().await else {
                         continue;
                     };
                     tokio::spawn(pump(client, server, armed.clone(), fired.clone()));
@@ -83,27 +125,14 @@ impl Drop for CutProxy {
     }
 }
 
-fn unix_socket(pg: &tokio_postgres::Config) -> PathBuf {
-    let dir = pg
-        .get_hosts()
-        .iter()
-        .find_map(|h| match h {
-            Host::Unix(dir) => Some(dir.clone()),
-            Host::Tcp(_) => None,
-        })
-        .expect("the test cluster listens on a Unix socket");
-    let port = pg.get_ports().first().copied().unwrap_or(5432);
-    dir.join(format!(".s.PGSQL.{port}"))
-}
-
 async fn pump(
     client: TcpStream,
-    server: UnixStream,
+    server: Box<dyn Stream>,
     armed: Arc<Mutex<Option<Cut>>>,
     fired: Arc<AtomicBool>,
 ) {
     let (mut client_read, mut client_write) = client.into_split();
-    let (mut server_read, mut server_write) = server.into_split();
+    let (mut server_read, mut server_write) = tokio::io::split(server);
     let muted = Arc::new(AtomicBool::new(false));
     let answers = {
         let muted = muted.clone();
