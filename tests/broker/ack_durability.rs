@@ -156,6 +156,19 @@ async fn ack_some(b: &TestBroker, queue: &str) {
     assert_eq!(first[0]["success"], true, "{first:?}");
 }
 
+/// A broker with `env` on a recorded database whose `queue` has had its first contact (a
+/// group's first pop and ack, which set up more than an ack), recording from now on.
+async fn warmed_broker(queue: &str, env: &[(&str, &str)]) -> TestBroker {
+    let b = TestBroker::start_on(recorded_database().await, env).await;
+    b.push(queue, "P", &[json!("first contact")]).await;
+    let warm = b
+        .pop_messages(&format!("/api/v1/pop/queue/{queue}?batch=1"))
+        .await;
+    b.ack_all(&warm, "completed", None).await;
+    record(&b).await;
+    b
+}
+
 /// What an ack or a leased claim commits with by default: without waiting for the flush
 /// on plain PostgreSQL, waiting on the Citus layout.
 fn default_setting() -> &'static str {
@@ -171,11 +184,7 @@ fn default_setting() -> &'static str {
 #[actix_rt::test]
 async fn by_default_an_ack_waits_for_the_wal_flush_only_on_the_citus_layout() {
     // Arrange
-    let b = TestBroker::start_on(recorded_database().await, &[]).await;
-    b.push("ad-default", "P", &[json!("first contact")]).await;
-    let warm = b.pop_messages("/api/v1/pop/queue/ad-default?batch=1").await;
-    b.ack_all(&warm, "completed", None).await;
-    record(&b).await;
+    let b = warmed_broker("ad-default", &[]).await;
 
     // Act
     ack_some(&b, "ad-default").await;
@@ -188,15 +197,7 @@ async fn by_default_an_ack_waits_for_the_wal_flush_only_on_the_citus_layout() {
 #[actix_rt::test]
 async fn with_ack_sync_commit_off_no_ack_waits_for_the_wal_flush() {
     // Arrange
-    let b = TestBroker::start_on(
-        recorded_database().await,
-        &[("QUEEN_ACK_SYNC_COMMIT", "false")],
-    )
-    .await;
-    b.push("ad-off", "P", &[json!("first contact")]).await;
-    let warm = b.pop_messages("/api/v1/pop/queue/ad-off?batch=1").await;
-    b.ack_all(&warm, "completed", None).await;
-    record(&b).await;
+    let b = warmed_broker("ad-off", &[("QUEEN_ACK_SYNC_COMMIT", "false")]).await;
 
     // Act
     ack_some(&b, "ad-off").await;
@@ -211,12 +212,8 @@ async fn with_ack_sync_commit_off_no_ack_waits_for_the_wal_flush() {
 #[actix_rt::test]
 async fn a_leased_claim_waits_for_the_wal_flush_only_on_the_citus_layout() {
     // Arrange
-    let b = TestBroker::start_on(recorded_database().await, &[]).await;
-    b.push("ad-claim", "P", &[json!("first contact")]).await;
-    let warm = b.pop_messages("/api/v1/pop/queue/ad-claim?batch=1").await;
-    b.ack_all(&warm, "completed", None).await;
+    let b = warmed_broker("ad-claim", &[]).await;
     b.push("ad-claim", "P", &numbers(0..3)).await;
-    record(&b).await;
 
     // Act
     let batch = b.pop_messages("/api/v1/pop/queue/ad-claim?batch=3").await;
@@ -230,15 +227,7 @@ async fn a_leased_claim_waits_for_the_wal_flush_only_on_the_citus_layout() {
 #[actix_rt::test]
 async fn with_ack_sync_commit_on_every_ack_waits_for_the_wal_flush() {
     // Arrange
-    let b = TestBroker::start_on(
-        recorded_database().await,
-        &[("QUEEN_ACK_SYNC_COMMIT", "true")],
-    )
-    .await;
-    b.push("ad-sync", "P", &[json!("first contact")]).await;
-    let warm = b.pop_messages("/api/v1/pop/queue/ad-sync?batch=1").await;
-    b.ack_all(&warm, "completed", None).await;
-    record(&b).await;
+    let b = warmed_broker("ad-sync", &[("QUEEN_ACK_SYNC_COMMIT", "true")]).await;
 
     // Act
     ack_some(&b, "ad-sync").await;
