@@ -6,8 +6,8 @@
 --   * with p_empty_partition_secs > 0, deletes at most p_budget partitions without
 --     segments, dead letters or traces, not written for that long and without a live
 --     lease, and their directory rows (queen.log_partition_names); their cursors
---     cascade. A later push creates the partition again, from offset 0. The emptiness is checked again under the row lock,
---     since a push may have landed since the scan;
+--     cascade. A later push creates the partition again, from offset 0. The emptiness
+--     is checked again under the row lock, since a push may have landed since the scan;
 --   * with p_idle_group_secs > 0, forgets at most p_budget consumer groups of a queue
 --     (never queue mode), registered longer ago than that, not seen waiting for that long
 --     (last_seen_at, set by queen.consumer_group_seen_v1: a long-poll on an empty queue is

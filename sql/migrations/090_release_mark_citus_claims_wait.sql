@@ -5,6 +5,7 @@
 -- Edited in place, same signature: log_pop_v3 (a leased claim on a Citus node waits for
 -- its WAL flush, since a shard move loses an asynchronous commit of its last moments; the
 -- setting is now made before the claim's UPDATE; a lease naming its partition leaves
--- shared_lease as it is, so the claim's update of the cursor row can be HOT).
+-- shared_lease as it is, so the claim's update of the cursor row can be HOT), and
+-- retention_idle_v1 (its header comment rewrapped; the body is unchanged).
 -- Takes no lock; no data; no notifications.
 SELECT 1;
