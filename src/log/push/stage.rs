@@ -7,8 +7,8 @@ use super::error::PushError;
 use super::prepared::{PreparedPush, Staged};
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
-use crate::db::PgConn;
-use crate::domain::{PushItem, PushOutcome, Tenant};
+use crate::db::{DbError, PgConn};
+use crate::domain::{PartitionName, PushItem, PushOutcome, QueueName, Tenant};
 
 /// Appends `items` (made ready by [`prepare`](super::prepare)) inside a transaction the
 /// caller owns, which commits it and then calls [`announce`](super::announce::announce).
@@ -65,11 +65,7 @@ pub async fn store_committed(
     zstd_level: i32,
 ) -> Result<Vec<Vec<PushOutcome>>, PushError> {
     let groups = group_items(requests);
-    let window = broker.config.push.dedup_window_secs;
-    let known = &broker.known_partitions;
-    known
-        .create_missing(conn, tenant, groups.keys().copied(), window)
-        .await?;
+    create_missing(conn, broker, tenant, groups.keys().copied()).await?;
     let mut outcomes = no_outcomes(requests);
     let request = Request::new(broker, tenant, requests, zstd_level);
     let mut builds = Builds::new();
@@ -80,6 +76,22 @@ pub async fn store_committed(
     append_groups(&tx, &request, &groups, builds, &mut outcomes).await?;
     tx.commit().await?;
     Ok(answered(outcomes))
+}
+
+/// The broker's [`KnownPartitions::create_missing`](super::directory::KnownPartitions)
+/// with its default dedup window: on the Citus layout, creates the partitions this node has
+/// not seen, before the push's transaction begins.
+pub(super) async fn create_missing<'a>(
+    conn: &mut PgConn,
+    broker: &Broker,
+    tenant: &Tenant,
+    partitions: impl Iterator<Item = (&'a QueueName, &'a PartitionName)>,
+) -> Result<(), DbError> {
+    let window = broker.config.push.dedup_window_secs;
+    broker
+        .known_partitions
+        .create_missing(conn, tenant, partitions, window)
+        .await
 }
 
 /// The items of `requests` per (queue, partition), as (request, item) pairs.

@@ -11,7 +11,7 @@ use super::announce::announce;
 use super::combiner::{Job, Reply, SharedPush, Writer};
 use super::error::PushError;
 use super::prepared::{PreparedPush, Staged};
-use super::stage::{stage_many, store_committed};
+use super::stage::{create_missing, stage_many, store_committed};
 use crate::broker::Broker;
 use crate::db::transaction::DataTransaction;
 use crate::db::DbError;
@@ -159,11 +159,7 @@ async fn store(broker: &Broker, jobs: &[Job]) -> Result<Vec<Vec<PushOutcome>>, P
         for (tenant, ks) in &by_tenant {
             let partitions = ks.iter().flat_map(|&k| jobs[k].items.iter());
             let partitions = partitions.map(|item| (&item.queue, &item.partition));
-            let window = broker.config.push.dedup_window_secs;
-            let known = &broker.known_partitions;
-            known
-                .create_missing(&mut conn, tenant, partitions, window)
-                .await?;
+            create_missing(&mut conn, broker, tenant, partitions).await?;
         }
         let tx = DataTransaction::begin(&mut conn).await?;
         let mut outcomes: Vec<Option<Vec<PushOutcome>>> = vec![None; jobs.len()];
