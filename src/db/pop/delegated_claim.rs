@@ -7,6 +7,8 @@
 //! The consumer-group limit is not checked on the worker (sql/functions/log_pop_at_v1.sql),
 //! so which of the two a pop takes is the caller's choice ([`applies`]).
 
+use std::borrow::Cow;
+
 use tokio_postgres::types::ToSql;
 
 use super::{
@@ -66,10 +68,10 @@ pub async fn claim_each(
             continue;
         }
         let offered = match named {
-            true => partition_lease(p.worker, candidate),
-            false => p.worker.to_owned(),
+            true => Cow::Owned(partition_lease(p.worker, candidate)),
+            false => Cow::Borrowed(p.worker),
         };
-        let worker = (!p.auto_ack).then_some(offered.as_str());
+        let worker = (!p.auto_ack).then_some(offered.as_ref());
         let left = ClaimParams {
             batch: budget,
             ..p.clone()
@@ -88,7 +90,7 @@ pub async fn claim_each(
             claimed += 1;
             budget -= taken;
             if named {
-                lease = offered;
+                lease = offered.into_owned();
             }
         }
         slices.extend(got);
