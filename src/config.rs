@@ -303,10 +303,7 @@ impl Config {
                 pool_timeout: vars.millis("QUEEN_POOL_TIMEOUT_MS", 5_000)?,
                 statement_timeout: vars.millis("QUEEN_STATEMENT_TIMEOUT_MS", 30_000)?,
                 tls: pg_tls::pg_tls_config(&vars)?,
-                citus: match vars.get("QUEEN_CITUS") {
-                    None => None,
-                    Some(_) => Some(vars.flag("QUEEN_CITUS", false)?),
-                },
+                citus: vars.optional("QUEEN_CITUS", Vars::flag)?,
             },
             pop: PopConfig {
                 default_timeout: vars.millis("DEFAULT_TIMEOUT", 30_000)?,
@@ -315,10 +312,7 @@ impl Config {
                 backoff_multiplier: vars.parse("POP_WAIT_BACKOFF_MULTIPLIER", 2.0, "a number")?,
                 wait_max: vars.millis("POP_WAIT_MAX_INTERVAL_MS", 1_000)?,
                 hotlist: vars.switch("QUEEN_HOTLIST", true)?,
-                ack_sync_commit: match vars.get("QUEEN_ACK_SYNC_COMMIT") {
-                    None => None,
-                    Some(_) => Some(vars.switch("QUEEN_ACK_SYNC_COMMIT", false)?),
-                },
+                ack_sync_commit: vars.optional("QUEEN_ACK_SYNC_COMMIT", Vars::switch)?,
                 reseed_every: vars.millis("QUEEN_HOTLIST_RESEED_MS", 5_000)?,
             },
             push: PushConfig {
@@ -494,6 +488,21 @@ impl Vars {
         }
     }
 
+    /// A setting whose absence means something of its own: `None` when `name` is unset,
+    /// else what `read` makes of it.
+    fn optional<T>(
+        &self,
+        name: &'static str,
+        read: fn(&Self, &'static str, T) -> Result<T, ConfigError>,
+    ) -> Result<Option<T>, ConfigError>
+    where
+        T: Default,
+    {
+        self.get(name)
+            .map(|_| read(self, name, T::default()))
+            .transpose()
+    }
+
     fn millis(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
         Ok(Duration::from_millis(self.parse(
             name,
@@ -554,6 +563,17 @@ mod tests {
         );
         assert!(pool(&[two[0], ("QUEEN_DB_WORKER_CONNECTIONS", "10")]).is_err());
         assert!(Config::from_vars([("QUEEN_LOG_FORMAT", "xml")]).is_err());
+    }
+
+    #[test]
+    fn queen_citus_unset_stays_unset_and_set_takes_yes_and_no_too() {
+        let citus = |vars: &[(&str, &str)]| {
+            Config::from_vars(vars.iter().copied()).map(|c| c.database.citus)
+        };
+        assert_eq!(citus(&[]).unwrap(), None);
+        assert_eq!(citus(&[("QUEEN_CITUS", "yes")]).unwrap(), Some(true));
+        assert_eq!(citus(&[("QUEEN_CITUS", "off")]).unwrap(), Some(false));
+        assert!(citus(&[("QUEEN_CITUS", "maybe")]).is_err());
     }
 
     #[test]
