@@ -109,6 +109,16 @@ async fn producers_and_consumers_on_different_nodes_share_one_queue() {
     }
 }
 
+/// Whether `node` itself holds `queue` (its own row in its listing).
+async fn held_by(node: &Node, queue: &str) -> bool {
+    let (status, body) = node.get("/api/v1/ephemeral/queues").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["queues"].as_array().is_some_and(|rows| {
+        rows.iter()
+            .any(|r| r["queue"] == queue && r["node"] == node.id.as_str())
+    })
+}
+
 #[actix_rt::test]
 async fn a_long_poll_on_one_node_is_woken_by_a_push_on_another() {
     let cluster = TestCluster::start(3, Options::meshed()).await;
@@ -123,15 +133,25 @@ async fn a_long_poll_on_one_node_is_woken_by_a_push_on_another() {
         let answer: Value = http.get(url).send().await.unwrap().json().await.unwrap();
         (Instant::now(), answer)
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The push's clock starts once the pop is parked on the owner: the owner holds the
+    // queue from the pop's first look (which reads the declaration from PostgreSQL first,
+    // and can take longer than any fixed pause on a loaded machine).
+    let asked_at = Instant::now();
+    let parked_on_owner = eventually(Duration::from_secs(10), || async {
+        held_by(&nodes[2], &queue).await.then_some(())
+    })
+    .await;
+    assert!(parked_on_owner.is_some(), "the owner never held {queue}");
     let pushed_at = Instant::now();
+    let parked_after = pushed_at - asked_at;
     push(&nodes[1], &queue, &[json!("across")]).await;
     let (woke_at, answer) = parked.await.unwrap();
     assert_eq!(answer["messages"][0]["payload"], "across", "{answer}");
     let latency = woke_at - pushed_at;
     assert!(
         latency < Duration::from_millis(200),
-        "woken {latency:?} after the push"
+        "woken {latency:?} after the push (the owner held the queue {parked_after:?} after \
+         the pop was sent)"
     );
 }
 
